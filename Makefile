@@ -1,0 +1,45 @@
+# codemode: Code Mode for ADK Go.
+GO      ?= go
+PKGS    ?= ./...
+FUZZTIME ?= 30s
+BENCHTIME ?= 2000x
+
+.PHONY: demo test lint fmt vet bench fuzz golden tidy build
+
+## demo: run the demo agent (scripted model unless GOOGLE_API_KEY is set)
+demo:
+	@if [ -d cmd/codemode-demo ]; then $(GO) run ./cmd/codemode-demo; \
+	else echo "The demo agent arrives with the ADK plugin; meanwhile try:"; \
+	$(GO) run ./cmd/codemode exec -c 'x = 6 * 7' -c 'print("the answer is", x)'; fi
+
+## test: format check, vet, and every test with the race detector
+test: lint
+	$(GO) test -race -count=1 -shuffle=on $(PKGS)
+
+## lint: gofmt and go vet
+lint:
+	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w .
+
+build:
+	$(GO) build $(PKGS)
+
+## bench: the sandbox and catalog benchmarks (see docs/benchmarks.md)
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./transport/... ./sandboxserver/...
+	$(GO) test -run '^$$' -bench . ./render/...
+
+## fuzz: each fuzz target for FUZZTIME
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./transport
+	$(GO) test -run '^$$' -fuzz '^FuzzRenderStubs$$' -fuzztime $(FUZZTIME) ./render
+
+## golden: rewrite golden files after an intended change (review the diff!)
+golden:
+	$(GO) test ./render/... -update
+
+tidy:
+	$(GO) mod tidy -diff

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/adk-codemode/codemode/render"
+)
+
+const catalogUsage = `Usage: codemode catalog --decls FILE [--detail full|names] [--block] [--budget N]
+
+Prints the tool catalog that Code Mode shows the model.
+
+FILE is a JSON array of function declarations (name, description, and
+parameters or parametersJsonSchema), each with an optional "namespace"
+field that places it in tools.<namespace>.
+
+With --block it prints the whole <code-mode> block appended to the system
+instruction, fitted to --budget characters (full catalog, then names only,
+then a pointer). The sandbox environment is unknown here, so the block has
+no Python version or package list.
+
+Flags:
+`
+
+// runCatalog implements "codemode catalog".
+func runCatalog(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("catalog", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	decls := fs.String("decls", "", "JSON `file` of function declarations (required)")
+	detail := fs.String("detail", "full", "catalog `detail`: full or names (ignored with --block)")
+	block := fs.Bool("block", false, "print the whole <code-mode> block")
+	budget := fs.Int("budget", render.DefaultBudget, "block size limit in `characters`")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), catalogUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "codemode catalog: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	if *decls == "" {
+		fmt.Fprintln(stderr, "codemode catalog: --decls is required")
+		fs.Usage()
+		return 2
+	}
+	var d render.Detail
+	switch *detail {
+	case "full":
+		d = render.Full
+	case "names":
+		d = render.Names
+	default:
+		fmt.Fprintf(stderr, "codemode catalog: --detail must be full or names, not %q\n", *detail)
+		return 2
+	}
+	if *budget <= 0 {
+		fmt.Fprintf(stderr, "codemode catalog: --budget must be positive, not %d\n", *budget)
+		return 2
+	}
+	tools, err := loadDecls(*decls)
+	if err != nil {
+		fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
+		return 1
+	}
+	reg, err := render.NewRegistry(tools)
+	if err != nil {
+		fmt.Fprintf(stderr, "codemode catalog: %s: %v\n", *decls, err)
+		return 1
+	}
+	var text string
+	if *block {
+		text = reg.Block(render.Environment{}, *budget)
+	} else {
+		text = reg.Catalog(d)
+	}
+	if _, err := fmt.Fprintln(stdout, text); err != nil {
+		fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCatalog(t *testing.T) {
+	decls := writeDecls(t, testDecls)
+	for _, tc := range []struct {
+		args       []string
+		want, skip string
+	}{
+		{nil, "def send_message(*, channel: str) -> Any:", "<code-mode>"},
+		{[]string{"--detail", "names"}, "from tools.slack import send_message", "def "},
+		{[]string{"--block"}, "def get_weather(", "python-version"},
+		{[]string{"--block", "--budget", "1200"}, "from tools import get_weather\n  </tools-package>", "def "},
+		{[]string{"--block", "--budget", "10"}, "too large to show", "# tools"},
+	} {
+		var out, errb bytes.Buffer
+		code := runCatalog(append([]string{"--decls", decls}, tc.args...), &out, &errb)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errb.String())
+		}
+		if !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), tc.skip) {
+			t.Errorf("%v: output lacks %q or has %q:\n%s", tc.args, tc.want, tc.skip, out.String())
+		}
+	}
+}
+
+func TestCatalogErrors(t *testing.T) {
+	decls := writeDecls(t, testDecls)
+	for _, tc := range []struct {
+		args    []string
+		code    int
+		message string
+	}{
+		{[]string{}, 2, "--decls is required"},
+		{[]string{"--decls", decls, "--detail", "some"}, 2, "--detail must be full or names"},
+		{[]string{"--decls", decls, "--budget", "0"}, 2, "--budget must be positive"},
+		{[]string{"--decls", decls, "extra"}, 2, "unexpected argument"},
+		{[]string{"--decls", writeDecls(t, "[")}, 1, "want a JSON array"},
+		{[]string{"-h"}, 0, "Usage: codemode catalog"},
+	} {
+		var out, errb bytes.Buffer
+		code := runCatalog(tc.args, &out, &errb)
+		if code != tc.code || !strings.Contains(errb.String(), tc.message) {
+			t.Errorf("%v: exit %d, stderr %q; want %d containing %q", tc.args, code, errb.String(), tc.code, tc.message)
+		}
+	}
+}

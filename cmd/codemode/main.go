@@ -1,0 +1,55 @@
+// Command codemode runs Python in the codemode sandbox and renders tool
+// catalogs.
+//
+//	codemode exec     run code in one sandbox session
+//	codemode doctor   show what this host can enforce
+//	codemode stubs    generate the Python tools package from declarations
+//	codemode catalog  print the tool catalog or the <code-mode> block
+//
+// Run "codemode COMMAND --help" for a command's flags.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `Usage: codemode COMMAND [flags]
+
+Commands:
+  exec     run Python blocks in one fresh sandbox session
+  doctor   show what this host can enforce, per backend
+  stubs    generate the Python tools package from function declarations
+  catalog  print the tool catalog or the whole <code-mode> block
+
+Run "codemode COMMAND --help" for the flags of a command.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "exec":
+		return runExec(rest, stdin, stdout, stderr)
+	case "doctor":
+		return runDoctor(rest, stdout, stderr)
+	case "stubs":
+		return runStubs(rest, stdout, stderr)
+	case "catalog":
+		return runCatalog(rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "codemode: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/tools/txtar"
+	"google.golang.org/genai"
+
+	"github.com/adk-codemode/codemode/render"
+)
+
+const stubsUsage = `Usage: codemode stubs --decls FILE [--out DIR]
+
+Generates the Python "tools" package that Code Mode puts in the sandbox.
+
+FILE is a JSON array of function declarations (name, description, and
+parameters or parametersJsonSchema), each with an optional "namespace"
+field that places it in tools.<namespace>.
+
+With --out the files are written under DIR (DIR/tools/...); without it
+they are printed to stdout as one txtar archive.
+
+Flags:
+`
+
+// runStubs implements "codemode stubs".
+func runStubs(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stubs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	decls := fs.String("decls", "", "JSON `file` of function declarations (required)")
+	out := fs.String("out", "", "`directory` to write the tools package to; stdout as txtar if empty")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), stubsUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "codemode stubs: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	if *decls == "" {
+		fmt.Fprintln(stderr, "codemode stubs: --decls is required")
+		fs.Usage()
+		return 2
+	}
+	tools, err := loadDecls(*decls)
+	if err != nil {
+		fmt.Fprintf(stderr, "codemode stubs: %v\n", err)
+		return 1
+	}
+	reg, err := render.NewRegistry(tools)
+	if err != nil {
+		fmt.Fprintf(stderr, "codemode stubs: %s: %v\n", *decls, err)
+		return 1
+	}
+	files := reg.Stubs()
+	if *out == "" {
+		ar := &txtar.Archive{}
+		for _, f := range files {
+			ar.Files = append(ar.Files, txtar.File{Name: f.Path, Data: []byte(f.Content)})
+		}
+		if _, err := stdout.Write(txtar.Format(ar)); err != nil {
+			fmt.Fprintf(stderr, "codemode stubs: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	for _, f := range files {
+		path := filepath.Join(*out, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			fmt.Fprintf(stderr, "codemode stubs: %v\n", err)
+			return 1
+		}
+		if err := os.WriteFile(path, []byte(f.Content), 0o644); err != nil {
+			fmt.Fprintf(stderr, "codemode stubs: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// stubsDecl is one element of a --decls file: a genai.FunctionDeclaration
+// plus an optional namespace.
+type stubsDecl struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	Parameters           json.RawMessage `json:"parameters"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+	Namespace            string          `json:"namespace"`
+}
+
+// loadDecls reads a --decls file. The parameters of each declaration are kept
+// as raw JSON, so that Gemini's snake_case keys reach the renderer instead of
+// being dropped by a typed decode.
+func loadDecls(path string) ([]render.Tool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var decls []stubsDecl
+	if err := dec.Decode(&decls); err != nil {
+		return nil, fmt.Errorf("%s: want a JSON array of function declarations: %w", path, err)
+	}
+	tools := make([]render.Tool, 0, len(decls))
+	for i, d := range decls {
+		if d.Name == "" {
+			return nil, fmt.Errorf("%s: declaration %d has no name", path, i)
+		}
+		decl := &genai.FunctionDeclaration{Name: d.Name, Description: d.Description}
+		hasParams := len(d.Parameters) > 0 && string(d.Parameters) != "null"
+		hasSchema := len(d.ParametersJSONSchema) > 0 && string(d.ParametersJSONSchema) != "null"
+		switch {
+		case hasParams && hasSchema:
+			return nil, fmt.Errorf("%s: declaration %q sets both parameters and parametersJsonSchema", path, d.Name)
+		case hasSchema:
+			decl.ParametersJsonSchema = d.ParametersJSONSchema
+		case hasParams:
+			decl.ParametersJsonSchema = d.Parameters
+		}
+		tools = append(tools, render.Tool{Namespace: d.Namespace, Declaration: decl})
+	}
+	return tools, nil
+}

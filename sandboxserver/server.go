@@ -1,0 +1,403 @@
+package sandboxserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// Config configures [Serve].
+type Config struct {
+	// Python is the interpreter to run. Required.
+	Python string `json:"python"`
+	// Workdir is the worker's working directory, whose new and changed
+	// files are reported after each block. Required.
+	Workdir string `json:"workdir"`
+	// FilesDir, if set, is put first on sys.path (the generated tools
+	// package lives there).
+	FilesDir string `json:"files_dir,omitempty"`
+	// Env is the worker's environment. The runner removes everything that
+	// is not on its allowlist before user code runs.
+	Env []string `json:"env,omitempty"`
+	// MaxOutputBytes is the default bound per stream and block; a run frame
+	// may set another. Zero means 8 MiB.
+	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
+	// MaxFileBytes bounds a file sent with get_file. Zero means 32 MiB.
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+	// MaxFiles bounds the workspace entries examined after a block. Zero
+	// means 100,000.
+	MaxFiles int `json:"max_files,omitempty"`
+	// StartTimeout bounds the worker's start. Zero means 30s.
+	StartTimeout time.Duration `json:"start_timeout,omitempty"`
+}
+
+func (c *Config) setDefaults() error {
+	if c.Python == "" || c.Workdir == "" {
+		return errors.New("sandboxserver: Config.Python and Config.Workdir are required")
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = 8 << 20
+	}
+	if c.MaxFileBytes <= 0 {
+		c.MaxFileBytes = 32 << 20
+	}
+	if c.MaxFiles <= 0 {
+		c.MaxFiles = 100_000
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
+	}
+	return nil
+}
+
+const (
+	defaultGrace  = 5 * time.Second
+	resignalEvery = 100 * time.Millisecond
+	markerWait    = 2 * time.Second
+	maxPending    = 4096
+)
+
+type server struct {
+	cfg    Config
+	host   *transport.Conn
+	reaper reaper
+	w      *worker
+	files  *tracker
+	// pending tool calls relayed to the host and not yet answered
+	pending map[string]bool
+	cur     *block
+}
+
+// block is the state of the running block.
+type block struct {
+	id       string
+	limit    int64
+	outSeen  <-chan struct{}
+	errSeen  <-chan struct{}
+	grace    time.Duration
+	timeout  time.Duration
+	timer    *time.Timer // timeout, then grace
+	ticker   *time.Ticker
+	stopping bool
+	note     string
+}
+
+// Serve runs a session: it starts the Python worker, announces it on conn
+// with a ready frame, and serves frames until a shutdown frame, the end of
+// conn or ctx. Every process the worker started is killed before Serve
+// returns.
+func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error {
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	s := &server{cfg: cfg, host: conn, pending: make(map[string]bool)}
+	s.reaper.watch = make(map[int]*worker)
+	becomeSubreaper()
+	stopReaper := make(chan struct{})
+	go s.reaper.run(stopReaper)
+	defer close(stopReaper)
+
+	w, err := s.startWorker()
+	if err != nil {
+		_ = conn.Write(&transport.ErrorFrame{Message: err.Error()})
+		return err
+	}
+	s.w = w
+	defer func() { s.killWorker(s.w) }()
+	s.files = newTracker(cfg.Workdir, cfg.MaxFiles)
+	s.files.baseline()
+	if err := conn.Write(&transport.ReadyFrame{
+		ProtocolVersion: transport.ProtocolVersion,
+		PythonVersion:   w.ready.PythonVersion,
+		Packages:        w.ready.Packages,
+	}); err != nil {
+		return err
+	}
+
+	hostFrames := make(chan workerFrame, 16)
+	stopHost := make(chan struct{})
+	defer close(stopHost)
+	go func() {
+		for {
+			f, err := conn.Read()
+			select {
+			case hostFrames <- workerFrame{f: f, err: err}:
+			case <-stopHost:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	for {
+		var timerC <-chan time.Time
+		var tickC <-chan time.Time
+		if s.cur != nil && s.cur.timer != nil {
+			timerC = s.cur.timer.C
+		}
+		if s.cur != nil && s.cur.ticker != nil {
+			tickC = s.cur.ticker.C
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case hf := <-hostFrames:
+			if hf.err != nil {
+				return nil // the host went away: end the session
+			}
+			stop, err := s.onHostFrame(hf.f)
+			if stop || err != nil {
+				return err
+			}
+		case wf := <-s.w.frames:
+			if err := s.onWorkerFrame(wf); err != nil {
+				return err
+			}
+		case <-s.w.exited:
+			if err := s.onWorkerExit(); err != nil {
+				return err
+			}
+		case <-timerC:
+			if err := s.onTimer(); err != nil {
+				return err
+			}
+		case <-tickC:
+			s.interruptWorker(s.w)
+		}
+	}
+}
+
+func (s *server) onHostFrame(f transport.Frame) (stop bool, err error) {
+	switch f := f.(type) {
+	case *transport.RunFrame:
+		if s.cur != nil {
+			return true, s.fail("the host sent a run frame while block %s was running", s.cur.id)
+		}
+		return false, s.startBlock(f)
+	case *transport.ToolResultFrame:
+		if !s.pending[f.ID] {
+			return false, nil // cancelled or unknown: drop
+		}
+		delete(s.pending, f.ID)
+		return false, s.toWorker(f)
+	case *transport.InterruptFrame:
+		if s.cur != nil && !s.cur.stopping {
+			s.beginStop(f.Message)
+		}
+		return false, nil
+	case *transport.GetFileFrame:
+		data, ferr := s.files.read(f.Path, s.cfg.MaxFileBytes)
+		out := &transport.FileFrame{ID: f.ID, Path: f.Path, Data: data}
+		if ferr != nil {
+			out.Data, out.Error = nil, ferr.Error()
+		}
+		return false, s.host.Write(out)
+	case *transport.ShutdownFrame:
+		return true, nil
+	default:
+		return true, s.fail("the host sent a %s frame, which only a sandbox sends", f.Kind())
+	}
+}
+
+func (s *server) fail(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	_ = s.host.Write(&transport.ErrorFrame{Message: msg})
+	return errors.New("sandboxserver: " + msg)
+}
+
+// workerRun is the run frame as the runner reads it: the transport's run
+// frame plus the output marker.
+type workerRun struct {
+	Kind      string `json:"kind"`
+	ID        string `json:"id"`
+	Code      string `json:"code"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+	Marker    string `json:"marker"`
+}
+
+func (s *server) startBlock(f *transport.RunFrame) error {
+	limit := f.MaxOutputBytes
+	if limit <= 0 {
+		limit = s.cfg.MaxOutputBytes
+	}
+	b := &block{id: f.ID, limit: limit, grace: time.Duration(f.GraceMS) * time.Millisecond, timeout: time.Duration(f.TimeoutMS) * time.Millisecond}
+	if b.grace <= 0 {
+		b.grace = defaultGrace
+	}
+	marker := newMarker()
+	b.outSeen = s.w.stdout.expect(marker, limit)
+	b.errSeen = s.w.stderr.expect(marker, limit)
+	if b.timeout > 0 {
+		b.timer = time.NewTimer(b.timeout)
+	}
+	s.cur = b
+	line, err := json.Marshal(workerRun{Kind: transport.KindRun, ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS, Marker: marker})
+	if err != nil {
+		return err
+	}
+	_ = s.w.ctl.WriteLine(append(line, '\n')) // a dead worker shows up as its exit
+	return nil
+}
+
+// beginStop interrupts the running block in place: the worker gets a
+// signal that raises CodeTimeout in the block, the block's tool calls are
+// cancelled, and the grace period starts.
+func (s *server) beginStop(message string) {
+	b := s.cur
+	b.stopping = true
+	b.note = message
+	s.interruptWorker(s.w)
+	s.cancelPending()
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.timer = time.NewTimer(b.grace)
+	b.ticker = time.NewTicker(resignalEvery)
+}
+
+func (s *server) cancelPending() {
+	for id := range s.pending {
+		delete(s.pending, id)
+		_ = s.host.Write(&transport.CancelFrame{ID: id, Reason: "the code was stopped"})
+		_ = s.toWorker(&transport.ToolResultFrame{ID: id, Error: &transport.ErrorInfo{
+			Type: "TimeoutError", Message: "the tool call was cancelled because the code was stopped",
+		}})
+	}
+}
+
+func (s *server) onTimer() error {
+	b := s.cur
+	if !b.stopping {
+		s.beginStop(fmt.Sprintf("The code ran for longer than %s and was stopped.", b.timeout))
+		return nil
+	}
+	// The grace period is over and the block still runs: start afresh.
+	return s.reset(fmt.Sprintf("codemode: the code did not stop within %s of being interrupted, so the Python process and everything it started were killed and a new one started; variables from earlier blocks are gone.", b.grace), 137)
+}
+
+func (s *server) reset(note string, exitCode int) error {
+	b := s.cur
+	old := s.w
+	s.killWorker(old) // waits for the streams to end
+	stdout, outDropped := old.stdout.take()
+	stderr, errDropped := old.stderr.take()
+	s.pending = make(map[string]bool)
+	w, err := s.startWorker()
+	if err != nil {
+		return s.fail("%v", err)
+	}
+	s.w = w
+	s.stopTimers()
+	s.cur = nil
+	if b == nil {
+		return nil
+	}
+	stderr = appendNote(stderr, note)
+	files := s.files.changed()
+	return s.host.WriteBatch(
+		&transport.DoneFrame{ID: b.id, ExitCode: exitCode, Reset: true},
+		&transport.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
+}
+
+func (s *server) stopTimers() {
+	if s.cur == nil {
+		return
+	}
+	if s.cur.timer != nil {
+		s.cur.timer.Stop()
+	}
+	if s.cur.ticker != nil {
+		s.cur.ticker.Stop()
+	}
+}
+
+func (s *server) onWorkerExit() error {
+	st := s.w.status
+	note := fmt.Sprintf("codemode: the Python process ended (%s), so a new one was started; variables from earlier blocks are gone.", describeStatus(st))
+	if s.cur == nil {
+		_ = s.host.Write(&transport.LogFrame{Level: "warning", Msg: note})
+	}
+	return s.reset(note, exitCodeOf(st))
+}
+
+func (s *server) onWorkerFrame(wf workerFrame) error {
+	if wf.err != nil {
+		// The control pipe broke or carried garbage: the worker cannot be
+		// trusted to go on.
+		note := "codemode: the Python process broke its control channel (" + truncate(wf.err.Error(), 200) + "), so a new one was started; variables from earlier blocks are gone."
+		return s.reset(note, 1)
+	}
+	switch f := wf.f.(type) {
+	case *transport.ToolCallFrame:
+		if len(s.pending) >= maxPending {
+			return s.toWorker(&transport.ToolResultFrame{ID: f.ID, Error: &transport.ErrorInfo{Type: "ToolError", Message: "too many tool calls in flight"}})
+		}
+		if s.cur != nil && s.cur.stopping {
+			return s.toWorker(&transport.ToolResultFrame{ID: f.ID, Error: &transport.ErrorInfo{Type: "TimeoutError", Message: "the code is being stopped; no new tool calls"}})
+		}
+		s.pending[f.ID] = true
+		return s.host.Write(f)
+	case *transport.LogFrame:
+		return s.host.Write(f)
+	case *transport.DoneFrame:
+		if s.cur == nil || f.ID != s.cur.id {
+			return s.reset("codemode: the Python process reported the end of a block that was not running; it was restarted.", 1)
+		}
+		return s.finish(f)
+	default:
+		return s.reset("codemode: the Python process sent an unexpected "+f.Kind()+" frame; it was restarted.", 1)
+	}
+}
+
+func (s *server) finish(d *transport.DoneFrame) error {
+	b := s.cur
+	s.stopTimers()
+	s.cur = nil
+	deadline := time.NewTimer(markerWait)
+	defer deadline.Stop()
+	for _, seen := range []<-chan struct{}{b.outSeen, b.errSeen} {
+		select {
+		case <-seen:
+		case <-deadline.C:
+		}
+	}
+	stdout, outDropped := s.w.stdout.take()
+	stderr, errDropped := s.w.stderr.take()
+	if b.stopping {
+		stderr = appendNote(stderr, "codemode: "+strings.TrimSpace(b.note)+" Variables and files from this turn are kept.")
+	}
+	// Calls still pending belong to background threads; they stay open.
+	files := s.files.changed()
+	done := &transport.DoneFrame{ID: b.id, ExitCode: d.ExitCode, Stopped: b.stopping, Background: d.Background}
+	return s.host.WriteBatch(done, &transport.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
+}
+
+func (s *server) toWorker(f transport.Frame) error {
+	if err := s.w.ctl.Write(f); err != nil {
+		// A broken worker shows up on its frame channel or exit; the host
+		// connection is fine.
+		return nil
+	}
+	return nil
+}
+
+func appendNote(s, note string) string {
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s + note + "\n"
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,82 @@
+package sandboxserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// Stage is the argv[0] under which a program that imports this package runs
+// the sandbox server instead of its own main. Backends start the server by
+// re-executing their own binary under this name, with the JSON encoding of
+// a [Config] as argv[1] and the host connection (a socket) as fd 3.
+const Stage = "codemode-sandboxserver"
+
+// controlFD is the socket to the host in the re-executed server.
+const controlFD = 3
+
+func init() {
+	if len(os.Args) == 0 || filepath.Base(os.Args[0]) != Stage {
+		return
+	}
+	os.Exit(stageMain(os.Args[1:]))
+}
+
+func stageMain(args []string) int {
+	// Nothing in the sandbox may read this process's memory or attach to
+	// it, even with the same uid.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if len(args) != 1 {
+		fmt.Fprintf(os.Stderr, "%s: want one argument, the JSON config\n", Stage)
+		return 2
+	}
+	var cfg Config
+	if err := json.Unmarshal([]byte(args[0]), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: bad config: %v\n", Stage, err)
+		return 2
+	}
+	// Non-blocking, so that the runtime poller serves it and Close
+	// unblocks a pending Read.
+	_ = unix.SetNonblock(controlFD, true)
+	ctl := os.NewFile(controlFD, "control")
+	if ctl == nil {
+		fmt.Fprintf(os.Stderr, "%s: no control socket on fd %d\n", Stage, controlFD)
+		return 2
+	}
+	conn := transport.NewConn(ctl, ctl, ctl, transport.MaxFrameSize)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	if err := Serve(ctx, conn, cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", Stage, err)
+		return 1
+	}
+	return 0
+}
+
+// StageArgs returns the argv that starts the server with cfg in a
+// re-executed binary: argv[0] is [Stage].
+func StageArgs(cfg Config) ([]string, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return []string{Stage, string(b)}, nil
+}
+
+// SocketPair returns the two ends of a stream socket for the host
+// connection: host for the host, sandbox to pass to the server as fd 3.
+func SocketPair() (host, sandbox *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "codemode-host"), os.NewFile(uintptr(fds[1]), "codemode-sandbox"), nil
+}

@@ -1,0 +1,298 @@
+package sandboxserver
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// worker is one running Python process and its pipes.
+type worker struct {
+	pid      int
+	ctl      *transport.Conn // frames to and from the runner
+	stdout   *capture
+	stderr   *capture
+	exited   chan struct{} // closed when the process has been reaped
+	status   syscall.WaitStatus
+	frames   chan workerFrame
+	quit     chan struct{} // closed when the worker is discarded
+	killOnce sync.Once
+	ready    *transport.ReadyFrame
+	readyErr error
+}
+
+type workerFrame struct {
+	f   transport.Frame
+	err error
+}
+
+// startWorker starts the Python runner and waits for its ready frame.
+func (s *server) startWorker() (*worker, error) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+	pipes := make([]*os.File, 0, 8)
+	closeAll := func() {
+		for _, f := range pipes {
+			f.Close()
+		}
+	}
+	pipe := func() (*os.File, *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		var r, w *os.File
+		r, w, err = os.Pipe()
+		pipes = append(pipes, r, w)
+		return r, w
+	}
+	outR, outW := pipe()
+	errR, errW := pipe()
+	inR, inW := pipe()   // server → runner
+	ctlR, ctlW := pipe() // runner → server
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("sandboxserver: pipes: %w", err)
+	}
+	env := append([]string(nil), s.cfg.Env...)
+	env = append(env, "CODEMODE_WORKDIR="+s.cfg.Workdir)
+	if s.cfg.FilesDir != "" {
+		env = append(env, "CODEMODE_FILES_DIR="+s.cfg.FilesDir)
+	}
+	argv := []string{s.cfg.Python, "-I", "-B", "-c", runnerSource}
+	s.reaper.mu.Lock() // the reaper must not miss the exit of a fresh pid
+	proc, err := os.StartProcess(s.cfg.Python, argv, &os.ProcAttr{
+		Dir:   s.cfg.Workdir,
+		Env:   env,
+		Files: []*os.File{devnull, outW, errW, inR, ctlW},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		s.reaper.mu.Unlock()
+		closeAll()
+		return nil, fmt.Errorf("sandboxserver: start %s: %w", s.cfg.Python, err)
+	}
+	w := &worker{pid: proc.Pid, exited: make(chan struct{}), frames: make(chan workerFrame, 16), quit: make(chan struct{})}
+	s.reaper.watch[proc.Pid] = w
+	s.reaper.mu.Unlock()
+	_ = proc.Release()
+	outW.Close()
+	errW.Close()
+	inR.Close()
+	ctlW.Close()
+
+	w.stdout = newCapture(outR, s.cfg.MaxOutputBytes)
+	w.stderr = newCapture(errR, s.cfg.MaxOutputBytes)
+	w.ctl = transport.NewConn(ctlR, inW, multiCloser{ctlR, inW}, transport.MaxFrameSize)
+	go w.readFrames()
+
+	timer := time.NewTimer(s.cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case wf := <-w.frames:
+		if wf.err != nil {
+			err = wf.err
+		} else if r, ok := wf.f.(*transport.ReadyFrame); ok {
+			w.ready = r
+			return w, nil
+		} else {
+			err = fmt.Errorf("expected ready, got %s", wf.f.Kind())
+		}
+	case <-w.exited:
+		err = fmt.Errorf("exited with %s before it was ready", describeStatus(w.status))
+	case <-timer.C:
+		err = fmt.Errorf("not ready after %s", s.cfg.StartTimeout)
+	}
+	s.killWorker(w)
+	stderr, _ := w.stderr.take()
+	msg := fmt.Sprintf("sandboxserver: the Python worker (%s) failed to start: %v", s.cfg.Python, err)
+	if stderr = strings.TrimSpace(stderr); stderr != "" {
+		msg += "\n" + stderr
+	}
+	return nil, errors.New(msg)
+}
+
+func (w *worker) readFrames() {
+	for {
+		f, err := w.ctl.Read()
+		select {
+		case w.frames <- workerFrame{f: f, err: err}:
+		case <-w.quit:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// killWorker kills the worker and every process it started, and waits
+// until its output streams are drained.
+func (s *server) killWorker(w *worker) {
+	killTree(os.Getpid())
+	w.killOnce.Do(func() { close(w.quit) })
+	select {
+	case <-w.exited:
+	case <-time.After(5 * time.Second):
+	}
+	w.ctl.Close()
+	for _, c := range []*capture{w.stdout, w.stderr} {
+		select {
+		case <-c.eof:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (s *server) interruptWorker(w *worker) {
+	_ = syscall.Kill(w.pid, syscall.SIGUSR1)
+}
+
+// newMarker returns a random end-of-block marker for the output streams.
+func newMarker() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "\x00codemode-end-" + hex.EncodeToString(b[:]) + "\x00"
+}
+
+// reaper collects every child that exits, including orphans that the
+// kernel hands to this process because it is a child subreaper.
+type reaper struct {
+	mu    sync.Mutex
+	watch map[int]*worker
+}
+
+func (r *reaper) run(stop <-chan struct{}) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGCHLD)
+	defer signal.Stop(sig)
+	tick := time.NewTicker(time.Second) // in case a SIGCHLD is coalesced away
+	defer tick.Stop()
+	for {
+		r.reap()
+		select {
+		case <-sig:
+		case <-tick.C:
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (r *reaper) reap() {
+	for {
+		r.mu.Lock()
+		var st syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &st, syscall.WNOHANG, nil)
+		if pid > 0 {
+			if w, ok := r.watch[pid]; ok {
+				delete(r.watch, pid)
+				w.status = st
+				close(w.exited)
+			}
+		}
+		r.mu.Unlock()
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// killTree SIGKILLs every descendant of pid, repeating until none is left
+// (a process may fork while we look).
+func killTree(pid int) {
+	for round := 0; round < 50; round++ {
+		kids := descendants(pid)
+		if len(kids) == 0 {
+			return
+		}
+		for _, k := range kids {
+			_ = syscall.Kill(k, syscall.SIGKILL)
+		}
+		time.Sleep(time.Duration(round+1) * time.Millisecond)
+	}
+}
+
+// descendants lists the live descendants of pid from /proc. Zombies are
+// left out: they are already dead and wait for the reaper.
+func descendants(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := make(map[int]int, len(ents))
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may contain spaces and parens.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) < 2 || fields[0] == "Z" || fields[0] == "X" {
+			continue
+		}
+		pp, _ := strconv.Atoi(fields[1])
+		parent[p] = pp
+	}
+	var out []int
+	for p := range parent {
+		for q, hops := parent[p], 0; q != 0 && hops < 4096; q, hops = parent[q], hops+1 {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func describeStatus(st syscall.WaitStatus) string {
+	switch {
+	case st.Exited():
+		return "exit code " + strconv.Itoa(st.ExitStatus())
+	case st.Signaled():
+		return "signal " + st.Signal().String()
+	}
+	return "status " + strconv.Itoa(int(st))
+}
+
+func exitCodeOf(st syscall.WaitStatus) int {
+	if st.Signaled() {
+		return 128 + int(st.Signal())
+	}
+	return st.ExitStatus()
+}
+
+type multiCloser []interface{ Close() error }
+
+func (m multiCloser) Close() error {
+	var first error
+	for _, c := range m {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,396 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ClientOptions tune [NewClient].
+type ClientOptions struct {
+	// ReadyTimeout bounds the wait for the ready frame. Zero means 60s.
+	ReadyTimeout time.Duration
+	// OnClose runs once when the session closes, after the stream is
+	// closed: stop the sandbox here and wait for it.
+	OnClose func() error
+	// Logger receives the sandbox's log frames. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Client is a [Session] over a frame stream to a sandbox server.
+type Client struct {
+	conn    *Conn
+	cfg     SessionConfig
+	opts    ClientOptions
+	env     Environment
+	replies chan Frame // done, output and file frames, in order
+
+	execMu sync.Mutex // serialises Exec and ReadFile
+	seq    atomic.Uint64
+
+	callsMu sync.Mutex
+	calls   map[string]context.CancelFunc
+	sem     chan struct{}
+
+	ctx       context.Context // cancelled on Close
+	cancel    context.CancelFunc
+	readerErr error         // set before readerDone closes
+	readerEnd chan struct{} // closed when the reader stops
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Session = (*Client)(nil)
+
+const maxCallID = 128
+
+// NewClient reads the sandbox's ready frame from conn, checks its protocol
+// version, and returns a session that runs blocks over conn. On error conn
+// is closed and opts.OnClose has run.
+func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOptions) (*Client, error) {
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 60 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if cfg.MaxConcurrentCalls <= 0 {
+		cfg.MaxConcurrentCalls = 64
+	}
+	c := &Client{
+		conn:      conn,
+		cfg:       cfg,
+		opts:      opts,
+		replies:   make(chan Frame, 4),
+		calls:     make(map[string]context.CancelFunc),
+		sem:       make(chan struct{}, cfg.MaxConcurrentCalls),
+		readerEnd: make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	ready := make(chan error, 1)
+	go func() {
+		f, err := conn.Read()
+		if err == nil {
+			switch f := f.(type) {
+			case *ReadyFrame:
+				c.env = Environment{PythonVersion: f.PythonVersion, Packages: f.Packages}
+			case *ErrorFrame:
+				err = fmt.Errorf("transport: the sandbox failed to start: %s", f.Message)
+			default:
+				err = fmt.Errorf("%w: expected a ready frame first, got %s", ErrProtocol, f.Kind())
+			}
+		}
+		ready <- err
+	}()
+	timer := time.NewTimer(opts.ReadyTimeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = fmt.Errorf("transport: the sandbox did not become ready within %s", opts.ReadyTimeout)
+	}
+	if err != nil {
+		c.closeConn()
+		<-ready
+		return nil, err
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+// Environment reports the sandbox's interpreter.
+func (c *Client) Environment() Environment { return c.env }
+
+func (c *Client) readLoop() {
+	defer close(c.readerEnd)
+	for {
+		f, err := c.conn.Read()
+		if err != nil {
+			c.readerErr = err
+			return
+		}
+		switch f := f.(type) {
+		case *ToolCallFrame:
+			c.startCall(f)
+		case *CancelFrame:
+			c.callsMu.Lock()
+			if cancel, ok := c.calls[f.ID]; ok {
+				cancel()
+			}
+			c.callsMu.Unlock()
+		case *LogFrame:
+			c.log(f)
+		case *DoneFrame, *OutputFrame, *FileFrame:
+			select {
+			case c.replies <- f:
+			default:
+				c.readerErr = fmt.Errorf("%w: unexpected %s frame", ErrProtocol, f.Kind())
+				return
+			}
+		case *ErrorFrame:
+			c.readerErr = fmt.Errorf("transport: the sandbox failed: %s", truncate(f.Message, 4096))
+			return
+		default:
+			c.readerErr = fmt.Errorf("%w: the sandbox sent a %s frame, which only a host sends", ErrProtocol, f.Kind())
+			return
+		}
+	}
+}
+
+func (c *Client) log(f *LogFrame) {
+	level := slog.LevelInfo
+	switch f.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "warning", "warn":
+		level = slog.LevelWarn
+	case "error", "critical":
+		level = slog.LevelError
+	}
+	c.opts.Logger.Log(c.ctx, level, "sandbox: "+truncate(f.Msg, 4096))
+}
+
+func (c *Client) startCall(f *ToolCallFrame) {
+	fail := func(typ, msg string) {
+		_ = c.conn.Write(&ToolResultFrame{ID: f.ID, Error: &ErrorInfo{Type: typ, Message: msg}})
+	}
+	if f.ID == "" || len(f.ID) > maxCallID {
+		fail("ProtocolError", "tool call id must be 1 to 128 characters")
+		return
+	}
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		fail("ToolError", fmt.Sprintf("too many tool calls in flight (limit %d); wait for some to finish", c.cfg.MaxConcurrentCalls))
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	if f.TimeoutMS > 0 {
+		ctx, cancel = context.WithTimeout(c.ctx, time.Duration(f.TimeoutMS)*time.Millisecond)
+	}
+	c.callsMu.Lock()
+	if _, dup := c.calls[f.ID]; dup {
+		c.callsMu.Unlock()
+		cancel()
+		<-c.sem
+		fail("ProtocolError", "duplicate tool call id "+strconv.Quote(f.ID))
+		return
+	}
+	c.calls[f.ID] = cancel
+	c.callsMu.Unlock()
+
+	go func() {
+		defer func() {
+			c.callsMu.Lock()
+			delete(c.calls, f.ID)
+			c.callsMu.Unlock()
+			cancel()
+			<-c.sem
+		}()
+		call := ToolCall{ID: f.ID, Name: f.Name, Args: f.Args, Timeout: time.Duration(f.TimeoutMS) * time.Millisecond}
+		res := c.runCall(ctx, call)
+		out := &ToolResultFrame{ID: f.ID, OK: res.Err == nil, Value: res.Value, Error: res.Err}
+		if res.Err != nil {
+			out.Value = nil
+		}
+		if err := c.conn.Write(out); err != nil && !errors.Is(err, ErrClosed) {
+			// The value could not be encoded or was too large: say so
+			// rather than leave the caller waiting.
+			_ = c.conn.Write(&ToolResultFrame{ID: f.ID, Error: &ErrorInfo{
+				Type: "ToolError", Message: fmt.Sprintf("the result of %s could not be sent to the sandbox: %v", truncate(f.Name, 200), err),
+			}})
+		}
+	}()
+}
+
+func (c *Client) runCall(ctx context.Context, call ToolCall) (res ToolResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = Errorf("ToolError", "tool %s panicked: %v", truncate(call.Name, 200), r)
+		}
+	}()
+	if c.cfg.Tools == nil {
+		return Errorf("ToolNotFound", "no tool named %q: this session has no tools", truncate(call.Name, 200))
+	}
+	res = c.cfg.Tools.CallTool(ctx, call)
+	if res.Err == nil && ctx.Err() != nil && c.ctx.Err() == nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return Errorf("TimeoutError", "tool %s exceeded its timeout of %s", truncate(call.Name, 200), call.Timeout)
+		}
+	}
+	return res
+}
+
+// Exec runs one block.
+func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
+	c.execMu.Lock()
+	defer c.execMu.Unlock()
+	if err := c.failed(); err != nil {
+		return nil, &ConnectionError{Stage: NotRun, Err: err}
+	}
+	grace := b.Grace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	id := "b" + strconv.FormatUint(c.seq.Add(1), 10)
+	start := time.Now()
+	run := &RunFrame{ID: id, Code: b.Code, GraceMS: grace.Milliseconds(), MaxOutputBytes: b.MaxOutputBytes}
+	if b.Timeout > 0 {
+		run.TimeoutMS = max(1, b.Timeout.Milliseconds())
+	}
+	if err := c.conn.Write(run); err != nil {
+		if errors.Is(err, ErrFrameTooLarge) {
+			return nil, fmt.Errorf("transport: code of %d bytes is too large to send", len(b.Code))
+		}
+		c.Close()
+		return nil, &ConnectionError{Stage: NotRun, Err: err}
+	}
+
+	// The server enforces the timeout; the host only steps in when ctx
+	// ends, and gives up on a server that does not answer at all.
+	var backstop <-chan time.Time
+	if b.Timeout > 0 {
+		t := time.NewTimer(b.Timeout + 2*grace + 10*time.Second)
+		defer t.Stop()
+		backstop = t.C
+	}
+	ctxDone := ctx.Done()
+	var done *DoneFrame
+	for done == nil {
+		select {
+		case f := <-c.replies:
+			d, ok := f.(*DoneFrame)
+			if !ok || d.ID != id {
+				c.Close()
+				return nil, &ConnectionError{Stage: Unknown, Err: fmt.Errorf("%w: expected done for block %s, got %s", ErrProtocol, id, f.Kind())}
+			}
+			done = d
+		case <-c.readerEnd:
+			return nil, &ConnectionError{Stage: Unknown, Err: c.endErr()}
+		case <-ctxDone:
+			ctxDone = nil
+			_ = c.conn.Write(&InterruptFrame{Message: "The host cancelled the code: " + context.Cause(ctx).Error()})
+			t := time.NewTimer(2*grace + 10*time.Second)
+			defer t.Stop()
+			backstop = t.C
+		case <-backstop:
+			c.Close()
+			return nil, &ConnectionError{Stage: Unknown, Err: errors.New("the sandbox did not finish the block after its timeout and grace period; the sandbox was stopped")}
+		}
+	}
+	var out *OutputFrame
+	select {
+	case f := <-c.replies:
+		o, ok := f.(*OutputFrame)
+		if !ok || o.ID != id {
+			c.Close()
+			return nil, &ConnectionError{Stage: Ran, Err: fmt.Errorf("%w: expected output for block %s, got %s", ErrProtocol, id, f.Kind())}
+		}
+		out = o
+	case <-c.readerEnd:
+		return nil, &ConnectionError{Stage: Ran, Err: c.endErr()}
+	}
+	return &Result{
+		ExitCode:      done.ExitCode,
+		Stdout:        out.Stdout,
+		Stderr:        out.Stderr,
+		StdoutDropped: out.StdoutDropped,
+		StderrDropped: out.StderrDropped,
+		Stopped:       done.Stopped,
+		Reset:         done.Reset,
+		Background:    done.Background,
+		Files:         out.Files,
+		Duration:      time.Since(start),
+	}, nil
+}
+
+// ReadFile fetches a workspace file.
+func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	c.execMu.Lock()
+	defer c.execMu.Unlock()
+	if err := c.failed(); err != nil {
+		return nil, err
+	}
+	id := "f" + strconv.FormatUint(c.seq.Add(1), 10)
+	if err := c.conn.Write(&GetFileFrame{ID: id, Path: path}); err != nil {
+		return nil, err
+	}
+	select {
+	case f := <-c.replies:
+		ff, ok := f.(*FileFrame)
+		if !ok || ff.ID != id {
+			c.Close()
+			return nil, fmt.Errorf("%w: expected file %s, got %s", ErrProtocol, id, f.Kind())
+		}
+		if ff.Error != "" {
+			return nil, fmt.Errorf("transport: read %s from the sandbox: %s", path, truncate(ff.Error, 1024))
+		}
+		return ff.Data, nil
+	case <-c.readerEnd:
+		return nil, c.endErr()
+	case <-ctx.Done():
+		// The reply may still come and would confuse the next call.
+		c.Close()
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) failed() error {
+	select {
+	case <-c.readerEnd:
+		return c.endErr()
+	default:
+		return nil
+	}
+}
+
+func (c *Client) endErr() error {
+	<-c.readerEnd
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	if c.readerErr == nil {
+		return errors.New("the sandbox closed the connection")
+	}
+	return c.readerErr
+}
+
+// Close ends the session: it asks the sandbox to shut down, closes the
+// stream, cancels in-flight tool calls and stops the sandbox.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		// Best effort: a sandbox that does not read must not block Close.
+		sent := make(chan struct{})
+		go func() {
+			_ = c.conn.Write(&ShutdownFrame{})
+			close(sent)
+		}()
+		select {
+		case <-sent:
+		case <-time.After(100 * time.Millisecond):
+		}
+		c.closeErr = c.closeConn()
+		<-c.readerEnd
+	})
+	return c.closeErr
+}
+
+func (c *Client) closeConn() error {
+	err := c.conn.Close()
+	if c.opts.OnClose != nil {
+		if cerr := c.opts.OnClose(); cerr != nil {
+			err = cerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,460 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ProtocolVersion is the version of the frame protocol this package speaks.
+// The sandbox sends its own version in the ready frame; the host refuses any
+// other with a [*VersionError].
+const ProtocolVersion = 1
+
+// Frame kinds.
+const (
+	KindReady      = "ready"       // sandbox → host, once, first
+	KindRun        = "run"         // host → sandbox: run one block
+	KindToolCall   = "tool_call"   // sandbox → host: call a host tool
+	KindToolResult = "tool_result" // host → sandbox: answer to tool_call
+	KindCancel     = "cancel"      // sandbox → host: a tool call is abandoned
+	KindLog        = "log"         // sandbox → host: diagnostic line
+	KindDone       = "done"        // sandbox → host: the block finished
+	KindOutput     = "output"      // sandbox → host: the block's output, after done
+	KindGetFile    = "get_file"    // host → sandbox: fetch a workspace file
+	KindFile       = "file"        // sandbox → host: answer to get_file
+	KindInterrupt  = "interrupt"   // host → sandbox: stop the running block
+	KindShutdown   = "shutdown"    // host → sandbox: end the session
+	KindError      = "error"       // sandbox → host: the sandbox cannot go on
+)
+
+// A Frame is one protocol message. The concrete types are the *XxxFrame
+// types of this package.
+type Frame interface {
+	Kind() string
+	fields() []field
+}
+
+// ReadyFrame is the sandbox's greeting.
+type ReadyFrame struct {
+	ProtocolVersion int                          `json:"protocol_version"`
+	PythonVersion   string                       `json:"python_version,omitempty"`
+	Packages        map[string]map[string]string `json:"packages,omitempty"`
+}
+
+// RunFrame asks the sandbox to run one block of Python.
+type RunFrame struct {
+	ID             string `json:"id"`
+	Code           string `json:"code"`
+	TimeoutMS      int64  `json:"timeout_ms,omitempty"`       // 0: no limit
+	GraceMS        int64  `json:"grace_ms,omitempty"`         // wait after an interrupt before a hard stop
+	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"` // per stream; 0: the server's default
+}
+
+// ToolCallFrame is a call from sandbox code to a host tool.
+type ToolCallFrame struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	Args      map[string]any `json:"args"`
+	TimeoutMS int64          `json:"timeout_ms,omitempty"`
+}
+
+// ToolResultFrame answers a [ToolCallFrame] with the same ID.
+type ToolResultFrame struct {
+	ID    string     `json:"id"`
+	OK    bool       `json:"ok"`
+	Value any        `json:"value,omitempty"`
+	Error *ErrorInfo `json:"error,omitempty"`
+}
+
+// ErrorInfo describes a failed tool call to the sandbox, which raises it as a
+// Python exception.
+type ErrorInfo struct {
+	Type       string `json:"type"`
+	Message    string `json:"message"`
+	Trace      string `json:"trace,omitempty"`
+	StatusCode int    `json:"status_code,omitempty"`
+	Body       any    `json:"body,omitempty"`
+}
+
+// CancelFrame tells the host that the sandbox no longer waits for a tool
+// call, for example because the block was interrupted.
+type CancelFrame struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// LogFrame is a diagnostic message from the sandbox server.
+type LogFrame struct {
+	Level string `json:"level,omitempty"`
+	Msg   string `json:"msg"`
+}
+
+// DoneFrame ends a block. Its output follows in an [OutputFrame].
+type DoneFrame struct {
+	ID       string `json:"id"`
+	ExitCode int    `json:"exit_code"`
+	// Stopped: the block was interrupted at its timeout and stopped in
+	// place; the session's state is intact.
+	Stopped bool `json:"stopped,omitempty"`
+	// Reset: the block did not stop within the grace period, so the worker
+	// and every process it started were killed and a fresh worker started;
+	// variables are gone.
+	Reset bool `json:"reset,omitempty"`
+	// Background: threads or child processes the block started are still
+	// running.
+	Background bool `json:"background,omitempty"`
+}
+
+// OutputFrame carries a block's captured output.
+type OutputFrame struct {
+	ID            string     `json:"id"`
+	Stdout        string     `json:"stdout"`
+	Stderr        string     `json:"stderr"`
+	StdoutDropped int64      `json:"stdout_dropped,omitempty"` // bytes cut from the middle
+	StderrDropped int64      `json:"stderr_dropped,omitempty"`
+	Files         []FileInfo `json:"files,omitempty"` // created or changed in the workspace
+}
+
+// FileInfo names a regular file in the sandbox workspace.
+type FileInfo struct {
+	Path string `json:"path"` // slash-separated, relative to the workspace
+	Size int64  `json:"size"`
+}
+
+// GetFileFrame asks for the content of a workspace file.
+type GetFileFrame struct {
+	ID   string `json:"id"`
+	Path string `json:"path"`
+}
+
+// FileFrame answers a [GetFileFrame].
+type FileFrame struct {
+	ID    string `json:"id"`
+	Path  string `json:"path"`
+	Data  []byte `json:"data,omitempty"` // base64 in JSON
+	Error string `json:"error,omitempty"`
+}
+
+// InterruptFrame asks the sandbox to stop the running block.
+type InterruptFrame struct {
+	Message string `json:"message,omitempty"`
+}
+
+// ShutdownFrame ends the session.
+type ShutdownFrame struct{}
+
+// ErrorFrame reports a failure that ends the session.
+type ErrorFrame struct {
+	Message string `json:"message"`
+}
+
+func (*ReadyFrame) Kind() string      { return KindReady }
+func (*RunFrame) Kind() string        { return KindRun }
+func (*ToolCallFrame) Kind() string   { return KindToolCall }
+func (*ToolResultFrame) Kind() string { return KindToolResult }
+func (*CancelFrame) Kind() string     { return KindCancel }
+func (*LogFrame) Kind() string        { return KindLog }
+func (*DoneFrame) Kind() string       { return KindDone }
+func (*OutputFrame) Kind() string     { return KindOutput }
+func (*GetFileFrame) Kind() string    { return KindGetFile }
+func (*FileFrame) Kind() string       { return KindFile }
+func (*InterruptFrame) Kind() string  { return KindInterrupt }
+func (*ShutdownFrame) Kind() string   { return KindShutdown }
+func (*ErrorFrame) Kind() string      { return KindError }
+
+// field names one JSON key of an object and where its value goes.
+type field struct {
+	key      string
+	required bool
+	dst      any // pointer passed to json.Unmarshal, or an object
+}
+
+func (f *ReadyFrame) fields() []field {
+	return []field{{"protocol_version", true, &f.ProtocolVersion}, {"python_version", false, &f.PythonVersion}, {"packages", false, &f.Packages}}
+}
+
+func (f *RunFrame) fields() []field {
+	return []field{{"id", true, &f.ID}, {"code", true, &f.Code}, {"timeout_ms", false, &f.TimeoutMS}, {"grace_ms", false, &f.GraceMS}, {"max_output_bytes", false, &f.MaxOutputBytes}}
+}
+
+func (f *ToolCallFrame) fields() []field {
+	return []field{{"id", true, &f.ID}, {"name", true, &f.Name}, {"args", true, &f.Args}, {"timeout_ms", false, &f.TimeoutMS}}
+}
+
+func (f *ToolResultFrame) fields() []field {
+	return []field{{"id", true, &f.ID}, {"ok", true, &f.OK}, {"value", false, &f.Value}, {"error", false, objectField{&f.Error}}}
+}
+
+func (f *CancelFrame) fields() []field {
+	return []field{{"id", true, &f.ID}, {"reason", false, &f.Reason}}
+}
+
+func (f *LogFrame) fields() []field {
+	return []field{{"level", false, &f.Level}, {"msg", true, &f.Msg}}
+}
+
+func (f *DoneFrame) fields() []field {
+	return []field{{"id", true, &f.ID}, {"exit_code", true, &f.ExitCode}, {"stopped", false, &f.Stopped}, {"reset", false, &f.Reset}, {"background", false, &f.Background}}
+}
+
+func (f *OutputFrame) fields() []field {
+	return []field{{"id", true, &f.ID}, {"stdout", true, &f.Stdout}, {"stderr", true, &f.Stderr}, {"stdout_dropped", false, &f.StdoutDropped}, {"stderr_dropped", false, &f.StderrDropped}, {"files", false, listField{&f.Files}}}
+}
+
+func (f *GetFileFrame) fields() []field {
+	return []field{{"id", true, &f.ID}, {"path", true, &f.Path}}
+}
+
+func (f *FileFrame) fields() []field {
+	return []field{{"id", true, &f.ID}, {"path", true, &f.Path}, {"data", false, &f.Data}, {"error", false, &f.Error}}
+}
+
+func (f *InterruptFrame) fields() []field { return []field{{"message", false, &f.Message}} }
+func (f *ShutdownFrame) fields() []field  { return nil }
+func (f *ErrorFrame) fields() []field     { return []field{{"message", true, &f.Message}} }
+
+func (e *ErrorInfo) fields() []field {
+	return []field{{"type", true, &e.Type}, {"message", true, &e.Message}, {"trace", false, &e.Trace}, {"status_code", false, &e.StatusCode}, {"body", false, &e.Body}}
+}
+
+func (fi *FileInfo) fields() []field {
+	return []field{{"path", true, &fi.Path}, {"size", true, &fi.Size}}
+}
+
+// objectField decodes a nullable nested object strictly.
+type objectField struct{ dst **ErrorInfo }
+
+// listField decodes a list of nested objects strictly.
+type listField struct{ dst *[]FileInfo }
+
+var newFrame = map[string]func() Frame{
+	KindReady:      func() Frame { return new(ReadyFrame) },
+	KindRun:        func() Frame { return new(RunFrame) },
+	KindToolCall:   func() Frame { return new(ToolCallFrame) },
+	KindToolResult: func() Frame { return new(ToolResultFrame) },
+	KindCancel:     func() Frame { return new(CancelFrame) },
+	KindLog:        func() Frame { return new(LogFrame) },
+	KindDone:       func() Frame { return new(DoneFrame) },
+	KindOutput:     func() Frame { return new(OutputFrame) },
+	KindGetFile:    func() Frame { return new(GetFileFrame) },
+	KindFile:       func() Frame { return new(FileFrame) },
+	KindInterrupt:  func() Frame { return new(InterruptFrame) },
+	KindShutdown:   func() Frame { return new(ShutdownFrame) },
+	KindError:      func() Frame { return new(ErrorFrame) },
+}
+
+// ErrProtocol is wrapped by every decoding error.
+var ErrProtocol = errors.New("transport: protocol error")
+
+func protocolErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
+}
+
+// Encode returns the frame as one line of JSON, including the final newline.
+func Encode(f Frame) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := appendFrame(&buf, f); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func appendFrame(buf *bytes.Buffer, f Frame) error {
+	start := buf.Len()
+	buf.WriteString(`{"kind":`)
+	kind, _ := json.Marshal(f.Kind())
+	buf.Write(kind)
+	body := buf.Len()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f); err != nil {
+		buf.Truncate(start)
+		return fmt.Errorf("transport: encode %s frame: %w", f.Kind(), err)
+	}
+	// enc wrote "{...}\n" after the kind; splice it into one object.
+	obj := buf.Bytes()[body:]
+	if bytes.Equal(obj, []byte("{}\n")) {
+		buf.Truncate(body)
+		buf.WriteString("}\n")
+		return nil
+	}
+	obj[0] = ','
+	return nil
+}
+
+// Decode parses one frame from a line (a trailing "\n" or "\r\n" is allowed).
+// It fails, wrapping [ErrProtocol], on anything but a JSON object whose kind
+// is known and whose keys are exactly the kind's keys, each at most once,
+// with every required key present.
+func Decode(line []byte) (Frame, error) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil, protocolErrorf("empty frame")
+	}
+	raw, err := splitObject(line)
+	if err != nil {
+		return nil, err
+	}
+	kindRaw, ok := raw["kind"]
+	if !ok {
+		return nil, protocolErrorf(`frame has no "kind"`)
+	}
+	var kind string
+	if err := json.Unmarshal(kindRaw, &kind); err != nil {
+		return nil, protocolErrorf(`"kind" is not a string`)
+	}
+	mk, ok := newFrame[kind]
+	if !ok {
+		return nil, protocolErrorf("unknown frame kind %q", truncate(kind, 64))
+	}
+	f := mk()
+	delete(raw, "kind")
+	if kind == KindReady {
+		// Check the version before the key set: a sandbox of another
+		// version may well have other keys, and the version is what the
+		// user needs to hear about.
+		var v int
+		if pv, ok := raw["protocol_version"]; ok && json.Unmarshal(pv, &v) == nil && v != ProtocolVersion {
+			return nil, &VersionError{Sandbox: v, Host: ProtocolVersion}
+		}
+	}
+	if err := fillFields(kind+" frame", raw, f.fields()); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// splitObject reads the top-level keys of a JSON object, rejecting
+// duplicates and trailing data.
+func splitObject(data []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, protocolErrorf("invalid JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, protocolErrorf("frame is not a JSON object")
+	}
+	raw := make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, protocolErrorf("invalid JSON: %v", err)
+		}
+		key, _ := tok.(string)
+		if _, dup := raw[key]; dup {
+			return nil, protocolErrorf("duplicate key %q", truncate(key, 64))
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, protocolErrorf("invalid JSON: %v", err)
+		}
+		raw[key] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, protocolErrorf("invalid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err == nil || dec.More() {
+		return nil, protocolErrorf("data after the frame object")
+	}
+	return raw, nil
+}
+
+func fillFields(what string, raw map[string]json.RawMessage, fields []field) error {
+	for _, fd := range fields {
+		v, ok := raw[fd.key]
+		if !ok {
+			if fd.required {
+				return protocolErrorf("%s: missing key %q", what, fd.key)
+			}
+			continue
+		}
+		delete(raw, fd.key)
+		isNull := bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+		if isNull && fd.required {
+			return protocolErrorf("%s: key %q is null", what, fd.key)
+		}
+		var err error
+		switch dst := fd.dst.(type) {
+		case objectField:
+			if isNull {
+				*dst.dst = nil
+				continue
+			}
+			e := new(ErrorInfo)
+			err = decodeStrict(fd.key, v, e)
+			*dst.dst = e
+		case listField:
+			if isNull {
+				*dst.dst = nil
+				continue
+			}
+			err = decodeFileList(fd.key, v, dst.dst)
+		default:
+			if isNull {
+				continue
+			}
+			err = json.Unmarshal(v, dst)
+			if err != nil {
+				err = protocolErrorf("%s: key %q: %v", what, fd.key, err)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(raw) > 0 {
+		keys := make([]string, 0, len(raw))
+		for k := range raw {
+			keys = append(keys, truncate(k, 64))
+		}
+		return protocolErrorf("%s: unknown key %q", what, minString(keys))
+	}
+	return nil
+}
+
+type fielder interface{ fields() []field }
+
+func decodeStrict(what string, data []byte, dst fielder) error {
+	raw, err := splitObject(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fillFields(what, raw, dst.fields())
+}
+
+func decodeFileList(what string, data []byte, dst *[]FileInfo) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		return protocolErrorf("%s: not a list of objects", what)
+	}
+	out := make([]FileInfo, len(items))
+	for i, it := range items {
+		if err := decodeStrict(fmt.Sprintf("%s[%d]", what, i), it, &out[i]); err != nil {
+			return err
+		}
+	}
+	*dst = out
+	return nil
+}
+
+func minString(ss []string) string {
+	m := ss[0]
+	for _, s := range ss[1:] {
+		if s < m {
+			m = s
+		}
+	}
+	return m
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

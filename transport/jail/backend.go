@@ -1,0 +1,142 @@
+package jail
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// Backend opens sessions that each run a sandbox server and its Python
+// worker in a fresh jail. It is the default backend of codemode on Linux.
+// The zero value uses the defaults of [Config].
+type Backend struct {
+	// Config sets the jail's limits and interpreter. Its Files are merged
+	// with the session's.
+	Config Config
+	// MaxOutputBytes bounds each output stream per block; zero means the
+	// sandbox server's default.
+	MaxOutputBytes int64
+}
+
+var _ transport.Backend = (*Backend)(nil)
+
+// Name identifies the backend and its interpreter, for example
+// "jail:/usr/bin/python3".
+func (b *Backend) Name() string {
+	py, err := b.Config.Interpreter()
+	if err != nil {
+		py = b.Config.Python
+	}
+	return "jail:" + py
+}
+
+// Session is a jailed session. Besides [transport.Session] it reports what
+// the jail enforces.
+type Session struct {
+	*transport.Client
+	cmd *Cmd
+}
+
+// Enforced reports the protections in force for this session's jail.
+func (s *Session) Enforced() Enforcement { return s.cmd.Enforced() }
+
+// Usage reports the limits the session's code ran into, once it is closed.
+func (s *Session) Usage() Usage { return s.cmd.Usage() }
+
+// Open starts a jail running the sandbox server and waits until its Python
+// worker is ready.
+func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (transport.Session, error) {
+	cfg := b.Config
+	if len(scfg.Files) > 0 {
+		files := make(map[string][]byte, len(cfg.Files)+len(scfg.Files))
+		for k, v := range cfg.Files {
+			files[k] = v
+		}
+		for k, v := range scfg.Files {
+			files[k] = v
+		}
+		cfg.Files = files
+	}
+	python, err := cfg.Interpreter()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Python = python
+	args, err := sandboxserver.StageArgs(sandboxserver.Config{
+		Python:         python,
+		Workdir:        "/workspace",
+		FilesDir:       "/codemode",
+		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
+		MaxOutputBytes: b.MaxOutputBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	hostEnd, sandboxEnd, err := sandboxserver.SocketPair()
+	if err != nil {
+		return nil, err
+	}
+	stderr := &tailBuffer{max: 16 << 10}
+	// The jail outlives ctx, which only bounds the start.
+	cmd, err := Start(context.Background(), cfg, Spec{
+		Args:       args,
+		Self:       true,
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{sandboxEnd},
+	})
+	sandboxEnd.Close()
+	if err != nil {
+		hostEnd.Close()
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() error {
+		select {
+		case <-exited:
+		case <-time.After(3 * time.Second):
+			_ = cmd.Kill()
+			<-exited
+		}
+		return nil
+	}
+	conn := transport.NewConn(hostEnd, hostEnd, hostEnd, 0)
+	client, err := transport.NewClient(ctx, conn, scfg, transport.ClientOptions{OnClose: stop})
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			err = fmt.Errorf("%w\n%s", err, msg)
+		}
+		return nil, fmt.Errorf("jail: %w", err)
+	}
+	return &Session{Client: client, cmd: cmd}, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (w *tailBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > w.max {
+		w.buf = w.buf[len(w.buf)-w.max:]
+	}
+	return len(p), nil
+}
+
+func (w *tailBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}

@@ -1,0 +1,377 @@
+//go:build linux && amd64
+
+package jail
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The init hook: a jail re-executes the host binary with a stage name as
+// argv0, so any program importing this package (including go test
+// binaries) can act as the jail's init. Nothing else of the host program
+// runs in the jail except other packages' init functions that ran earlier.
+func init() {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case stageInit:
+		// The bounding set, securebits, capabilities, PDEATHSIG and
+		// no_new_privs are per thread: do everything, including the fork
+		// of the payload, on this (the main) thread.
+		runtime.LockOSThread()
+		os.Exit(runInit())
+	case stageExec:
+		runtime.LockOSThread()
+		runExec()
+	}
+}
+
+// runInit is pid 1 of the jail. It returns the exit code: the payload's
+// status (128+signal if it was killed), or 126 when setup failed (the
+// reason went to the host over fdStatus).
+func runInit() int {
+	status := os.NewFile(fdStatus, "status")
+	report := func(m statusMsg) {
+		b, _ := json.Marshal(m)
+		_, _ = status.Write(b)
+		status.Close()
+	}
+	fail := func(err error) int {
+		report(failMsg("setup", err))
+		return 126
+	}
+
+	// The host releases us once we are in our cgroups.
+	var b [1]byte
+	if n, err := unix.Read(fdLifeline, b[:]); n != 1 {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return fail(stepErr("wait for the host", err))
+	}
+	var c initConfig
+	cf := os.NewFile(fdConfig, "config")
+	if err := readJSON(cf, &c); err != nil {
+		return fail(stepErr("read config", err))
+	}
+	cf.Close()
+	// From here on nothing inherited leaks into the payload by accident:
+	// it gets exactly the descriptors startPayload lists.
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(stepErr("mark descriptors close-on-exec", err))
+	}
+
+	enf := Enforcement{
+		UserNS: true, MountNS: true, PIDNS: true, NetNS: true, IPCNS: true, UTSNS: true, CgroupNS: true,
+		Rootless: c.Rootless, PayloadUID: c.PayloadUID, PayloadGID: c.PayloadGID,
+	}
+	if err := buildRoot(&c); err != nil {
+		return fail(err)
+	}
+	enf.ReadOnlyRoot = true
+	if err := unix.Sethostname([]byte("sandbox")); err != nil {
+		return fail(stepErr("set hostname", err))
+	}
+	if err := unix.Setdomainname([]byte("sandbox")); err != nil {
+		return fail(stepErr("set domainname", err))
+	}
+	if err := loopbackUp(); err != nil {
+		return fail(stepErr("bring up lo", err))
+	}
+	enf.Loopback = true
+
+	rl, err := setRlimits(&c)
+	if err != nil {
+		return fail(err)
+	}
+	enf.Rlimits = rl
+
+	if err := dropPrivileges(&c, &enf); err != nil {
+		return fail(err)
+	}
+	// setresuid cleared PDEATHSIG: arm it again, then make sure the host
+	// did not die before it was armed (getppid is 0 in a new pid ns, so
+	// ask the lifeline pipe instead).
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fail(stepErr("set PDEATHSIG", err))
+	}
+	if hostGone() {
+		return 125
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(stepErr("set no_new_privs", err))
+	}
+	enf.NoNewPrivs = true
+	// Not dumpable: the payload cannot open /proc/1/mem and friends.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(stepErr("clear dumpable", err))
+	}
+	if err := loadSeccomp(); err != nil {
+		return fail(stepErr("load seccomp filter", err))
+	}
+	enf.Seccomp = true
+	dir := c.Dir
+	if dir == "" {
+		dir = "/workspace"
+	}
+	if err := unix.Chdir(dir); err != nil {
+		return fail(stepErr("chdir "+dir, err))
+	}
+
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	pid, err := startPayload(&c)
+	if err != nil {
+		return fail(err)
+	}
+	report(statusMsg{Enf: &enf})
+	unix.Close(fdLifeline)
+	return reap(pid, sigs)
+}
+
+// setRlimits sets every rlimit except RLIMIT_AS on init itself (the
+// payload inherits them). RLIMIT_AS is applied by the payload launcher
+// because the Go runtime of init reserves more address space than a
+// payload limit would allow. A jail cannot raise a hard limit, so a value
+// above the host's hard limit is clamped to it.
+func setRlimits(c *initConfig) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	set := func(name string, res int, v uint64) error {
+		var cur syscall.Rlimit
+		if err := syscall.Getrlimit(res, &cur); err != nil {
+			return stepErr("get RLIMIT_"+name, err)
+		}
+		v = min(v, cur.Max)
+		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
+			return stepErr("set RLIMIT_"+name, err)
+		}
+		out[name] = v
+		return nil
+	}
+	for _, l := range []struct {
+		name string
+		res  int
+		v    uint64
+	}{
+		{"CORE", unix.RLIMIT_CORE, 0},
+		{"CPU", unix.RLIMIT_CPU, c.CPU},
+		{"FSIZE", unix.RLIMIT_FSIZE, c.Fsize},
+		{"NOFILE", unix.RLIMIT_NOFILE, c.Nofile},
+		{"NPROC", unix.RLIMIT_NPROC, c.Nproc},
+	} {
+		if err := set(l.name, l.res, l.v); err != nil {
+			return nil, err
+		}
+	}
+	if c.AddressSpace >= 0 {
+		var cur syscall.Rlimit
+		if err := syscall.Getrlimit(unix.RLIMIT_AS, &cur); err == nil {
+			out["AS"] = min(uint64(c.AddressSpace), cur.Max)
+		}
+	}
+	return out, nil
+}
+
+// hostGone reports whether the host end of the lifeline pipe is closed.
+func hostGone() bool {
+	fds := []unix.PollFd{{Fd: fdLifeline, Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0
+}
+
+// loopbackUp brings up the private lo of the jail's network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// payloadPath resolves Spec.Args[0] inside the jail.
+func payloadPath(c *initConfig) (string, error) {
+	if c.Self {
+		// The magic link still reaches the host binary after pivot_root.
+		return "/proc/self/exe", nil
+	}
+	name := c.Args[0]
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	pathEnv := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range c.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && unix.Access(p, unix.X_OK) == nil {
+			return p, nil
+		}
+	}
+	return "", stepErr("find "+name+" in PATH", unix.ENOENT)
+}
+
+// startPayload forks the payload from this thread. With an address-space
+// limit it goes through the launcher stage, which sets RLIMIT_AS and
+// execs; exec failures come back over a close-on-exec pipe.
+func startPayload(c *initConfig) (int, error) {
+	path, err := payloadPath(c)
+	if err != nil {
+		return 0, err
+	}
+	files := []uintptr{0, 1, 2}
+	for i := 0; i < c.ExtraCount; i++ {
+		files = append(files, uintptr(c.ExtraFirst+i))
+	}
+	attr := &syscall.ProcAttr{Env: c.Env, Files: files, Sys: &syscall.SysProcAttr{}}
+	if c.AddressSpace < 0 || limitSelfAS(uint64(c.AddressSpace)) {
+		pid, err := syscall.ForkExec(path, c.Args, attr)
+		return pid, stepErr("exec "+path, err)
+	}
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return 0, stepErr("pipe", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return 0, stepErr("pipe", err)
+	}
+	n := len(files)
+	attr.Files = append(files, cfgR.Fd(), errW.Fd())
+	attr.Env = []string{}
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{stageExec, strconv.Itoa(n)}, attr)
+	cfgR.Close()
+	errW.Close()
+	defer errR.Close()
+	if err != nil {
+		cfgW.Close()
+		return 0, stepErr("start the payload launcher", err)
+	}
+	werr := json.NewEncoder(cfgW).Encode(execConfig{Path: path, Args: c.Args, Env: c.Env, AddressSpace: c.AddressSpace})
+	cfgW.Close()
+	msg, _ := io.ReadAll(errR)
+	if len(msg) == 0 && werr == nil {
+		return pid, nil
+	}
+	var ws unix.WaitStatus
+	_, _ = unix.Wait4(pid, &ws, 0, nil)
+	var m statusMsg
+	if len(msg) == 0 || json.Unmarshal(msg, &m) != nil || m.Op == "" {
+		return 0, stepErr("start the payload launcher", io.ErrUnexpectedEOF)
+	}
+	return 0, m.err()
+}
+
+// initASHeadroom is the address space init keeps free for itself when it
+// applies the payload's RLIMIT_AS to itself.
+const initASHeadroom = 256 << 20
+
+// limitSelfAS applies RLIMIT_AS to init itself, to be inherited by the
+// payload it forks next, when the limit leaves init's Go runtime ample
+// headroom above what it has mapped already (init allocates next to nothing
+// once setup is done). Otherwise (a small limit, or the race detector's
+// huge shadow mappings) it returns false and the launcher stage applies the
+// limit instead, at the cost of one more exec.
+func limitSelfAS(limit uint64) bool {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return false
+	}
+	pages, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil || pages*uint64(os.Getpagesize())+initASHeadroom > limit {
+		return false
+	}
+	var cur syscall.Rlimit
+	if syscall.Getrlimit(unix.RLIMIT_AS, &cur) != nil {
+		return false
+	}
+	v := min(limit, cur.Max)
+	return syscall.Setrlimit(unix.RLIMIT_AS, &syscall.Rlimit{Cur: v, Max: v}) == nil
+}
+
+// runExec is the payload launcher: it applies RLIMIT_AS and execs the
+// payload, or reports why it could not.
+func runExec() {
+	n, err := strconv.Atoi(os.Args[len(os.Args)-1])
+	if err != nil || n < 3 {
+		os.Exit(127)
+	}
+	errW := os.NewFile(uintptr(n+1), "launcher-status")
+	fail := func(op string, err error) {
+		b, _ := json.Marshal(failMsg(op, stepErr(op, err)))
+		_, _ = errW.Write(b)
+		os.Exit(127)
+	}
+	var ec execConfig
+	f := os.NewFile(uintptr(n), "launcher-config")
+	if err := readJSON(f, &ec); err != nil {
+		fail("read launcher config", err)
+	}
+	f.Close()
+	if err := unix.CloseRange(uint(n), math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		fail("mark descriptors close-on-exec", err)
+	}
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(unix.RLIMIT_AS, &cur); err != nil {
+		fail("get RLIMIT_AS", err)
+	}
+	v := min(uint64(ec.AddressSpace), cur.Max)
+	if err := syscall.Setrlimit(unix.RLIMIT_AS, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
+		fail("set RLIMIT_AS", err)
+	}
+	err = syscall.Exec(ec.Path, ec.Args, ec.Env)
+	fail("exec "+ec.Path, err)
+}
+
+// reap waits for the payload while reaping every orphan that the pid
+// namespace hands to pid 1, and forwards SIGTERM, SIGINT and SIGHUP.
+func reap(pid int, sigs <-chan os.Signal) int {
+	for {
+		for {
+			var ws unix.WaitStatus
+			wpid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || wpid <= 0 {
+				break
+			}
+			if wpid == pid {
+				if ws.Signaled() {
+					return 128 + int(ws.Signal())
+				}
+				return ws.ExitStatus()
+			}
+		}
+		if s := <-sigs; s != unix.SIGCHLD {
+			_ = unix.Kill(pid, s.(syscall.Signal))
+		}
+	}
+}

@@ -1,0 +1,340 @@
+//go:build linux && amd64
+
+package jail
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cmd is a running jail. Its methods may be called from any goroutine;
+// Wait returns the same result to every caller.
+type Cmd struct {
+	cmd      *exec.Cmd
+	enf      Enforcement
+	cg       *cgroupSet
+	lifeline *os.File // host end; its closing tells the jail the host is gone
+	trees    []*os.File
+
+	waitOnce sync.Once
+	waitErr  error
+	usage    Usage
+}
+
+// Start builds a jail from cfg and starts spec in it. It returns once the
+// payload has been exec'd, or with the precise reason the setup failed
+// (a [*SetupError], or an error wrapping [ErrUnsupported]). Cancelling ctx
+// kills the whole jail. The caller must call [Cmd.Wait].
+func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
+	if err := supported(); err != nil {
+		return nil, err
+	}
+	if len(spec.Args) == 0 {
+		return nil, errors.New("jail: Spec.Args is empty")
+	}
+	cfg = cfg.withDefaults()
+	filesBytes, err := checkFiles(cfg.Files)
+	if err != nil {
+		return nil, err
+	}
+	rootless := os.Geteuid() != 0
+	if !rootless {
+		if err := checkExecutable(); err != nil {
+			return nil, err
+		}
+	}
+
+	ic := &initConfig{
+		Rootless: rootless, PayloadUID: PayloadID, PayloadGID: PayloadID,
+		WorkspaceBytes: cfg.WorkspaceBytes, TmpBytes: cfg.TmpBytes,
+		Files: cfg.Files, FilesBytes: filesBytes,
+		AddressSpace: cfg.AddressSpaceBytes, Nproc: uint64(cfg.Processes), Nofile: uint64(cfg.OpenFiles),
+		Fsize: uint64(cfg.FileSizeBytes), CPU: uint64(cfg.CPUSeconds),
+		Args: spec.Args, Self: spec.Self, Env: spec.Env, Dir: spec.Dir,
+	}
+	if ic.Env == nil {
+		ic.Env = []string{}
+	}
+	if rootless {
+		ic.PayloadUID, ic.PayloadGID = 0, 0
+	}
+
+	c := &Cmd{}
+	ok := false
+	defer func() {
+		if !ok {
+			c.closeFiles()
+		}
+	}()
+
+	// Host trees to bind: the interpreter prefix and ExtraReadOnly. As
+	// root, clone them here with open_tree, so that paths the setup uid
+	// cannot traverse (a 0700 home) still work; rootless, the setup uid is
+	// the caller's, so the jail clones them itself.
+	var targets []string
+	if ip, err := resolvePython(cfg.Python); err == nil && ip.prefix != "" {
+		targets = append(targets, ip.prefix)
+	} else if err != nil && cfg.Python != "" {
+		return nil, err
+	}
+	for _, p := range cfg.ExtraReadOnly {
+		if err := checkExtraPath(p); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("jail: ExtraReadOnly: %w", err)
+		}
+		if p != "/usr" && !hasPrefixDir(p, "/usr") {
+			targets = append(targets, p)
+		}
+	}
+	extraFiles := []*os.File{}
+	for _, t := range targets {
+		tm := treeMount{Target: t}
+		if !rootless {
+			fd, err := unix.OpenTree(unix.AT_FDCWD, t, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if err != nil {
+				if err == unix.ENOSYS {
+					return nil, fmt.Errorf("%w (open_tree: %v)", ErrUnsupported, err)
+				}
+				return nil, fmt.Errorf("jail: clone %s: %w", t, err)
+			}
+			f := os.NewFile(uintptr(fd), t)
+			c.trees = append(c.trees, f)
+			tm.FD = fdFirstPass + len(extraFiles)
+			extraFiles = append(extraFiles, f)
+		}
+		ic.Trees = append(ic.Trees, tm)
+	}
+	ic.ExtraFirst = fdFirstPass + len(extraFiles)
+	ic.ExtraCount = len(spec.ExtraFiles)
+	extraFiles = append(extraFiles, spec.ExtraFiles...)
+
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer cfgW.Close()
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		return nil, err
+	}
+	c.lifeline = lifeW
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		lifeR.Close()
+		return nil, err
+	}
+	defer statR.Close()
+
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = []string{stageInit}
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	cmd.ExtraFiles = append([]*os.File{cfgR, lifeR, statW}, extraFiles...)
+	cmd.SysProcAttr = sysProcAttr(rootless, cfg)
+	c.cmd = cmd
+
+	cg := &cgroupSet{}
+	if !rootless || cgroupsWritable() {
+		cg = newCgroups(cfg.MemoryBytes, cfg.Processes)
+	}
+	c.cg = cg
+	if cg.pids != nil {
+		// Let the pids cgroup, which counts refused forks, trip first;
+		// RLIMIT_NPROC stays as the backstop.
+		ic.Nproc += 16
+	}
+
+	err = cmd.Start()
+	cfgR.Close()
+	lifeR.Close()
+	statW.Close()
+	if err != nil {
+		_ = cg.remove()
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) ||
+			errors.Is(err, syscall.EACCES) && rootless {
+			return nil, fmt.Errorf("%w: cannot create namespaces: %v", ErrUnsupported, err)
+		}
+		return nil, fmt.Errorf("jail: start: %w", err)
+	}
+	abort := func(err error) (*Cmd, error) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = cg.remove()
+		return nil, err
+	}
+	if err := cg.attach(cmd.Process.Pid); err != nil {
+		return abort(err)
+	}
+	if _, err := lifeW.Write([]byte{1}); err != nil {
+		return abort(fmt.Errorf("jail: release init: %w", err))
+	}
+	werr := json.NewEncoder(cfgW).Encode(ic)
+	cfgW.Close()
+	data, rerr := io.ReadAll(statR)
+	var msg statusMsg
+	if rerr != nil || len(data) == 0 || json.Unmarshal(data, &msg) != nil {
+		_ = cmd.Process.Kill()
+		waitErr := cmd.Wait()
+		_ = cg.remove()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("jail: init exited before reporting (config write: %v): %v", werr, waitErr)
+	}
+	if err := msg.err(); err != nil {
+		_ = cmd.Wait()
+		_ = cg.remove()
+		return nil, err
+	}
+	c.enf = *msg.Enf
+	c.enf.Rootless = rootless
+	c.enf.UIDMap = uidMapString(rootless, cfg)
+	cg.enforce(&c.enf)
+	for _, f := range c.trees {
+		f.Close()
+	}
+	c.trees = nil
+	ok = true
+	return c, nil
+}
+
+func sysProcAttr(rootless bool, cfg Config) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+			syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+		Pdeathsig: syscall.SIGKILL,
+		Setsid:    true,
+	}
+	if rootless {
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+		a.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
+		return a
+	}
+	a.UidMappings = []syscall.SysProcIDMap{
+		{ContainerID: 0, HostID: cfg.SetupHostID, Size: 1},
+		{ContainerID: PayloadID, HostID: cfg.PayloadHostID, Size: 1},
+	}
+	a.GidMappings = a.UidMappings
+	a.GidMappingsEnableSetgroups = true
+	// An empty Groups clears the host's supplementary groups (a root
+	// caller's group 0 would otherwise open root:root 0640 files).
+	a.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	return a
+}
+
+func uidMapString(rootless bool, cfg Config) string {
+	if rootless {
+		return fmt.Sprintf("inside 0→host %d (setup and payload, no capabilities)", os.Getuid())
+	}
+	return fmt.Sprintf("inside 0→host %d (setup), inside %d→host %d (payload)",
+		cfg.SetupHostID, PayloadID, cfg.PayloadHostID)
+}
+
+// checkExecutable makes sure the jail's setup uid may exec the host
+// binary: it runs as an unprivileged host uid, so the file needs o+x (the
+// /proc/self/exe magic link skips the directory search, so a 0700
+// directory is fine).
+func checkExecutable() error {
+	fi, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	if fi.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("jail: the running executable has mode %v; it must be executable by others (o+x) "+
+			"because the jail re-executes it as an unprivileged uid", fi.Mode().Perm())
+	}
+	return nil
+}
+
+// cgroupsWritable reports whether a rootless caller may create cgroups
+// (a delegated v2 subtree).
+func cgroupsWritable() bool {
+	for _, dir := range cgroupHierarchies() {
+		if unix.Access(dir, unix.W_OK) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// supported checks for user namespaces before anything is started.
+func supported() error {
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		return fmt.Errorf("%w: no user namespace support (%v)", ErrUnsupported, err)
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && string(b) == "0\n" {
+		return fmt.Errorf("%w: user.max_user_namespaces is 0", ErrUnsupported)
+	}
+	if os.Geteuid() != 0 {
+		if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && string(b) == "0\n" {
+			return fmt.Errorf("%w: kernel.unprivileged_userns_clone is 0", ErrUnsupported)
+		}
+	}
+	return nil
+}
+
+func hasPrefixDir(p, dir string) bool {
+	return len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
+}
+
+func (c *Cmd) closeFiles() {
+	for _, f := range c.trees {
+		f.Close()
+	}
+	c.trees = nil
+	if c.lifeline != nil {
+		c.lifeline.Close()
+	}
+}
+
+// Wait waits for the jail's pid 1 to exit. When it returns every process
+// of the jail is dead and its cgroups are removed. The error is as from
+// [os/exec.Cmd.Wait]: an [*exec.ExitError] whose exit code is the
+// payload's (128+n if the payload was killed by signal n, so 137 for an
+// OOM kill; see [Cmd.Usage]).
+func (c *Cmd) Wait() error {
+	c.waitOnce.Do(func() {
+		c.waitErr = c.cmd.Wait()
+		c.cg.collect()
+		c.usage = Usage{OOMKills: c.cg.oomKills, MemoryPeakBytes: c.cg.memPeak, PidsLimitHits: c.cg.pidsHit}
+		if err := c.cg.remove(); err != nil && c.waitErr == nil {
+			c.waitErr = err
+		}
+		c.closeFiles()
+	})
+	return c.waitErr
+}
+
+// Kill sends SIGKILL to the jail's pid 1; the kernel then kills every
+// process in the jail's pid namespace.
+func (c *Cmd) Kill() error { return c.cmd.Process.Kill() }
+
+// Pid returns the host pid of the jail's pid 1.
+func (c *Cmd) Pid() int { return c.cmd.Process.Pid }
+
+// Enforced reports which limits are really enforced for this jail.
+func (c *Cmd) Enforced() Enforcement {
+	e := c.enf
+	e.Rlimits = maps.Clone(e.Rlimits)
+	return e
+}
+
+// Usage reports OOM kills, the memory peak and refused forks as counted by
+// the jail's cgroups. It is complete after Wait returns.
+func (c *Cmd) Usage() Usage { return c.usage }

@@ -1,0 +1,37 @@
+//go:build !linux || !amd64
+
+package jail
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+)
+
+// Cmd is a running jail. On this platform jails cannot be built.
+type Cmd struct{}
+
+func unsupported() error {
+	return fmt.Errorf("%w (this is %s/%s)", ErrUnsupported, runtime.GOOS, runtime.GOARCH)
+}
+
+// Start returns an error wrapping [ErrUnsupported] on this platform.
+func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) { return nil, unsupported() }
+
+// Check returns an error wrapping [ErrUnsupported] on this platform.
+func Check(ctx context.Context, cfg Config) (Report, error) { return Report{}, unsupported() }
+
+// Wait returns an error wrapping [ErrUnsupported].
+func (c *Cmd) Wait() error { return unsupported() }
+
+// Kill returns an error wrapping [ErrUnsupported].
+func (c *Cmd) Kill() error { return unsupported() }
+
+// Pid returns 0.
+func (c *Cmd) Pid() int { return 0 }
+
+// Enforced returns the zero Enforcement: nothing is enforced.
+func (c *Cmd) Enforced() Enforcement { return Enforcement{} }
+
+// Usage returns the zero Usage.
+func (c *Cmd) Usage() Usage { return Usage{} }

@@ -1,0 +1,126 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Backend starts sandboxes.
+type Backend interface {
+	// Name identifies the backend and the sandbox it starts (for example
+	// "jail:/usr/bin/python3"). Two backends with the same name report the
+	// same [Environment], so callers may cache it by name.
+	Name() string
+	// Open starts a sandbox and returns its session, ready to run code.
+	Open(ctx context.Context, cfg SessionConfig) (Session, error)
+}
+
+// SessionConfig is what a session needs from its host.
+type SessionConfig struct {
+	// Files are placed read-only in the sandbox under a directory that is on
+	// Python's sys.path, keyed by slash-separated relative path, for example
+	// "tools/__init__.py". This is how the generated tools package arrives.
+	Files map[string][]byte
+	// Tools answers the tool calls made by code. Nil means every call fails
+	// with a ToolNotFound error.
+	Tools ToolHandler
+	// MaxConcurrentCalls bounds the tool calls in flight at once; calls over
+	// it fail at once. Zero means 64.
+	MaxConcurrentCalls int
+}
+
+// Session is one live sandbox with one persistent Python worker.
+type Session interface {
+	// Environment is what the sandbox reported when it became ready.
+	Environment() Environment
+	// Exec runs one block and waits for its result. Calls are serialised.
+	// Cancelling ctx interrupts the block like a timeout does. A lost
+	// connection is a [*ConnectionError].
+	Exec(ctx context.Context, b Block) (*Result, error)
+	// ReadFile returns a regular file from the workspace, by the relative
+	// path listed in [Result.Files].
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// Close ends the sandbox and every process in it. It is safe to call
+	// more than once and from any goroutine.
+	Close() error
+}
+
+// Environment describes the sandbox's interpreter.
+type Environment struct {
+	PythonVersion string
+	// Packages maps an import name to the distributions that provide it and
+	// their versions, for example {"yaml": {"PyYAML": "6.0.1"}}.
+	Packages map[string]map[string]string
+}
+
+// Block is one piece of code to run.
+type Block struct {
+	Code string
+	// Timeout bounds the block's run time; zero means no bound. At the
+	// timeout the block is interrupted in place and its in-flight tool
+	// calls are cancelled.
+	Timeout time.Duration
+	// Grace is how long an interrupted block may take to stop before the
+	// worker is killed and restarted. Zero means 5s.
+	Grace time.Duration
+	// MaxOutputBytes bounds what is kept of stdout and of stderr; past it
+	// the middle is dropped. Zero means the server's default (8 MiB).
+	MaxOutputBytes int64
+}
+
+// Result is the outcome of a block.
+type Result struct {
+	ExitCode      int
+	Stdout        string
+	Stderr        string
+	StdoutDropped int64 // bytes dropped from the middle of Stdout
+	StderrDropped int64
+	// Stopped: the block hit its timeout and stopped in place; the
+	// session's variables are intact.
+	Stopped bool
+	// Reset: the block did not stop within the grace period; the worker
+	// was killed and restarted and the session's variables are gone.
+	Reset bool
+	// Background: threads or processes the block started still run.
+	Background bool
+	// Files lists the regular files the block created or changed in the
+	// workspace.
+	Files    []FileInfo
+	Duration time.Duration
+}
+
+// ToolHandler runs the tool calls that sandbox code makes.
+type ToolHandler interface {
+	// CallTool runs one call. It is called concurrently. ctx is cancelled
+	// when the sandbox abandons the call or its timeout passes.
+	CallTool(ctx context.Context, call ToolCall) ToolResult
+}
+
+// ToolHandlerFunc adapts a function to [ToolHandler].
+type ToolHandlerFunc func(ctx context.Context, call ToolCall) ToolResult
+
+// CallTool calls f.
+func (f ToolHandlerFunc) CallTool(ctx context.Context, call ToolCall) ToolResult { return f(ctx, call) }
+
+// ToolCall is one call from sandbox code.
+type ToolCall struct {
+	ID   string
+	Name string // dotted path of the tool in the tools package, or its raw name
+	Args map[string]any
+	// Timeout is the caller's own bound, zero if none. The host may apply
+	// a lower one.
+	Timeout time.Duration
+}
+
+// ToolResult is the answer to a [ToolCall]: a JSON-compatible value, or an
+// error that the sandbox raises as a Python exception.
+type ToolResult struct {
+	Value any
+	Err   *ErrorInfo
+}
+
+// Errorf returns a failed [ToolResult] with the given Python-facing type.
+func Errorf(typ, format string, args ...any) ToolResult {
+	return ToolResult{Err: &ErrorInfo{Type: typ, Message: fmt.Sprintf(format, args...)}}
+}

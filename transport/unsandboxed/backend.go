@@ -1,0 +1,170 @@
+package unsandboxed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// Backend starts unsandboxed sessions. The zero value uses the host's
+// python3.
+type Backend struct {
+	// Python is the interpreter; empty means /usr/bin/python3 if present,
+	// else python3 from PATH.
+	Python string
+	// MaxOutputBytes bounds each output stream per block; zero means the
+	// server default.
+	MaxOutputBytes int64
+}
+
+var _ transport.Backend = (*Backend)(nil)
+
+// Name identifies the backend and its interpreter.
+func (b *Backend) Name() string { return "unsandboxed:" + b.python() }
+
+func (b *Backend) python() string {
+	if b.Python != "" {
+		return b.Python
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
+	if p, err := exec.LookPath("python3"); err == nil {
+		return p
+	}
+	return "python3"
+}
+
+// Open starts a session.
+func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {
+	python := b.python()
+	if !filepath.IsAbs(python) {
+		p, err := exec.LookPath(python)
+		if err != nil {
+			return nil, fmt.Errorf("unsandboxed: no Python interpreter %q: %w", python, err)
+		}
+		python = p
+	}
+	dir, err := os.MkdirTemp("", "codemode-unsandboxed-")
+	if err != nil {
+		return nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	ws, files, tmp := filepath.Join(dir, "workspace"), filepath.Join(dir, "files"), filepath.Join(dir, "tmp")
+	for _, d := range []string{ws, files, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			cleanup()
+			return nil, err
+		}
+	}
+	if err := writeFiles(files, cfg.Files); err != nil {
+		cleanup()
+		return nil, err
+	}
+	args, err := sandboxserver.StageArgs(sandboxserver.Config{
+		Python:         python,
+		Workdir:        ws,
+		FilesDir:       files,
+		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LANG=C.UTF-8", "TMPDIR=" + tmp},
+		MaxOutputBytes: b.MaxOutputBytes,
+	})
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	hostEnd, sandboxEnd, err := sandboxserver.SocketPair()
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "/proc/self/exe"
+	}
+	cmd := &exec.Cmd{
+		Path:        exe,
+		Args:        args,
+		Env:         []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
+		Dir:         ws,
+		ExtraFiles:  []*os.File{sandboxEnd},
+		Stderr:      &tailWriter{max: 16 << 10},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	if err := cmd.Start(); err != nil {
+		sandboxEnd.Close()
+		hostEnd.Close()
+		cleanup()
+		return nil, fmt.Errorf("unsandboxed: start the sandbox server: %w", err)
+	}
+	sandboxEnd.Close()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() error {
+		select {
+		case <-exited:
+		case <-time.After(3 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		cleanup()
+		return nil
+	}
+	conn := transport.NewConn(hostEnd, hostEnd, hostEnd, 0)
+	s, err := transport.NewClient(ctx, conn, cfg, transport.ClientOptions{OnClose: stop})
+	if err != nil {
+		if msg := strings.TrimSpace(cmd.Stderr.(*tailWriter).String()); msg != "" {
+			err = fmt.Errorf("%w\n%s", err, msg)
+		}
+		return nil, fmt.Errorf("unsandboxed: %w", err)
+	}
+	return s, nil
+}
+
+func writeFiles(root string, files map[string][]byte) error {
+	for name, data := range files {
+		clean := filepath.Clean(filepath.FromSlash(name))
+		if !filepath.IsLocal(clean) {
+			return fmt.Errorf("unsandboxed: file name %q must be a relative path inside the files directory", name)
+		}
+		p := filepath.Join(root, clean)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o400); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > w.max {
+		w.buf = w.buf[len(w.buf)-w.max:]
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
