@@ -1,0 +1,589 @@
+package render
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/adk-codemode/codemode/schema"
+)
+
+// Limits on what one schema contributes to a stub.
+const (
+	// maxNesting is the deepest nested field level a docstring shows.
+	maxNesting = 8
+	// maxTypeDepth is the deepest level a Python type annotation spells out.
+	maxTypeDepth = 8
+	// maxLiteral is the largest enum rendered as Literal[...].
+	maxLiteral = 64
+	// maxLines caps the nested docstring lines of one tool.
+	maxLines = 2000
+	// maxInline caps an inline description such as not: or if ... then.
+	maxInline = 300
+	// maxInlineDepth caps nesting inside inline descriptions.
+	maxInlineDepth = 3
+	// maxProse caps one piece of prose (a description) in runes.
+	maxProse = 4000
+	// maxListed caps the values listed for enum= and similar.
+	maxListed = 20
+)
+
+// typeParts returns the parts of n's Python type, to be joined with " | ".
+func typeParts(n schema.Node, depth int, budget *int) []string {
+	if n.Truncated() || n.Never() || depth > maxTypeDepth || *budget <= 0 {
+		return []string{"Any"}
+	}
+	*budget--
+	if vals, ok := literalValues(n); ok {
+		return []string{"Literal[" + strings.Join(vals, ", ") + "]"}
+	}
+	var parts []string
+	if branches := unionBranches(n); len(branches) > 1 {
+		for _, b := range branches {
+			parts = append(parts, typeParts(b, depth+1, budget)...)
+		}
+	} else {
+		types := n.Types()
+		if len(types) == 0 {
+			types = inferType(n)
+		}
+		for _, t := range types {
+			parts = append(parts, scalarType(n, t, depth, budget))
+		}
+	}
+	if len(parts) == 0 {
+		parts = []string{"Any"}
+	}
+	if n.Bool("nullable") {
+		parts = append(parts, "None")
+	}
+	return dedupeParts(parts)
+}
+
+func dedupeParts(parts []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range parts {
+		if p == "Any" {
+			return []string{"Any"}
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// maxTypeNodes caps the schema positions one annotation visits.
+const maxTypeNodes = 256
+
+// pyType returns n's Python type annotation.
+func pyType(n schema.Node) string {
+	budget := maxTypeNodes
+	return strings.Join(typeParts(n, 0, &budget), " | ")
+}
+
+func subType(n schema.Node, depth int, budget *int) string {
+	return strings.Join(typeParts(n, depth, budget), " | ")
+}
+
+func inferType(n schema.Node) []string {
+	switch {
+	case n.Has("properties") || n.Has("additionalProperties") || n.Has("patternProperties"):
+		return []string{"object"}
+	case n.Has("items") || n.Has("prefixItems"):
+		return []string{"array"}
+	}
+	return nil
+}
+
+func scalarType(n schema.Node, t string, depth int, budget *int) string {
+	switch t {
+	case "string":
+		return "str"
+	case "integer":
+		return "int"
+	case "number":
+		return "float"
+	case "boolean":
+		return "bool"
+	case "null":
+		return "None"
+	case "array":
+		if slots := n.SubList("prefixItems"); len(slots) > 0 {
+			ts := make([]string, len(slots))
+			for i, s := range slots {
+				ts[i] = subType(s, depth+1, budget)
+			}
+			return "tuple[" + strings.Join(ts, ", ") + "]"
+		}
+		if items, ok := n.Sub("items"); ok && !items.Never() {
+			return "list[" + subType(items, depth+1, budget) + "]"
+		}
+		return "list[Any]"
+	case "object":
+		if ap, ok := n.Get("additionalProperties"); ok && !n.Has("properties") {
+			if _, isMap := ap.(map[string]any); isMap {
+				sub, _ := n.Sub("additionalProperties")
+				return "dict[str, " + subType(sub, depth+1, budget) + "]"
+			}
+		}
+		return "dict[str, Any]"
+	}
+	return "Any"
+}
+
+// literalValues returns the Python reprs of n's enum when it can be a
+// Literal: not empty, at most maxLiteral values, all scalars.
+func literalValues(n schema.Node) ([]string, bool) {
+	raw, ok := n.Get("enum")
+	if !ok {
+		return nil, false
+	}
+	arr, ok := raw.([]any)
+	if !ok || len(arr) == 0 || len(arr) > maxLiteral {
+		return nil, false
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range arr {
+		switch v.(type) {
+		case map[string]any, []any:
+			return nil, false
+		}
+		r, _ := repr(v)
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out, true
+}
+
+// unionBranches returns the branches of n's anyOf, or else its oneOf.
+func unionBranches(n schema.Node) []schema.Node {
+	if b := n.SubList("anyOf"); len(b) > 0 {
+		return b
+	}
+	return n.SubList("oneOf")
+}
+
+// suffixKeys are rendered as k=v, in this order.
+var suffixKeys = []string{
+	"format", "pattern", "minLength", "maxLength", "minimum", "maximum",
+	"exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
+	"uniqueItems", "minContains", "maxContains", "minProperties", "maxProperties",
+	"contentEncoding", "contentMediaType", "const", "example",
+}
+
+// describer renders the docstring parts of one tool. It holds the tool's
+// line budget, which bounds the work on self-referencing schemas.
+type describer struct {
+	budget int
+}
+
+// keyValues returns the k=v parts of the first suffix group.
+func keyValues(n schema.Node) []string {
+	var out []string
+	for _, k := range suffixKeys {
+		if v, ok := n.Get(k); ok {
+			out = append(out, k+"="+clip(str(v), maxInline))
+		}
+	}
+	return out
+}
+
+// suffixParts returns the constraint suffix of n as its comma-separated
+// parts. nested adds default=; prose is the text already shown, so that a
+// title repeating it is left out.
+func (d *describer) suffixParts(n schema.Node, nested bool, name string, level int) []string {
+	out := keyValues(n)
+	if _, ok := literalValues(n); !ok {
+		if raw, has := n.Get("enum"); has {
+			out = append(out, "enum="+listed(raw))
+		}
+	}
+	if t := n.String("title"); t != "" && n.String("description") != "" && !sameWords(t, name) {
+		out = append(out, "title="+clip(firstLine(t), maxInline))
+	}
+	if ex, ok := n.Get("examples"); ok {
+		if arr, isArr := ex.([]any); isArr && len(arr) > 0 {
+			if len(arr) > 2 {
+				arr = arr[:2]
+			}
+			out = append(out, "examples="+clip(str(arr), maxInline))
+		}
+	}
+	if nested {
+		if v, ok := n.Get("default"); ok {
+			out = append(out, "default="+clip(str(v), maxInline))
+		}
+	}
+	for _, f := range [][2]string{{"deprecated", "deprecated"}, {"readOnly", "read-only"}, {"writeOnly", "write-only"}} {
+		if n.Bool(f[0]) {
+			out = append(out, f[1])
+		}
+	}
+	if ap, ok := n.Get("additionalProperties"); ok {
+		if b, isBool := ap.(bool); isBool && !b {
+			out = append(out, "no other keys")
+		} else if _, isMap := ap.(map[string]any); isMap && n.Has("properties") {
+			sub, _ := n.Sub("additionalProperties")
+			out = append(out, "other keys: "+d.inline(sub, level+1))
+		}
+	}
+	if dr, ok := n.Get("dependentRequired"); ok {
+		if m, isMap := dr.(map[string]any); isMap {
+			for _, k := range sortedKeys(m) {
+				out = append(out, k+" requires "+strings.Join(stringsOf(m[k]), ", "))
+			}
+		}
+	}
+	if pats := n.SubMap("patternProperties"); len(pats) > 0 {
+		var ps []string
+		for _, p := range sortedNodeKeys(pats) {
+			if t := d.inline(pats[p], level+1); t != "any value" {
+				ps = append(ps, p+": "+t)
+			} else {
+				ps = append(ps, p)
+			}
+		}
+		out = append(out, "key patterns: "+strings.Join(ps, ", "))
+	}
+	if items, ok := n.Sub("items"); ok {
+		if !n.Has("prefixItems") {
+			if kv := keyValues(items); len(kv) > 0 {
+				out = append(out, "items: "+strings.Join(kv, ", "))
+			}
+		} else if items.Never() {
+			out = append(out, "no extra items")
+		} else {
+			out = append(out, "extra items: "+d.inline(items, level+1))
+		}
+	}
+	if c, ok := n.Sub("contains"); ok {
+		out = append(out, "contains: "+d.inline(c, level+1))
+	}
+	if pn, ok := n.Sub("propertyNames"); ok {
+		out = append(out, "key names: "+d.inline(pn, level+1))
+	}
+	if ds := n.SubMap("dependentSchemas"); len(ds) > 0 {
+		for _, k := range sortedNodeKeys(ds) {
+			out = append(out, "with "+k+": "+d.inline(ds[k], level+1))
+		}
+	}
+	if cond, ok := n.Sub("if"); ok {
+		s := "if " + d.inline(cond, level+1)
+		if then, has := n.Sub("then"); has {
+			s += " then " + d.inline(then, level+1)
+		}
+		if els, has := n.Sub("else"); has {
+			s += " else " + d.inline(els, level+1)
+		}
+		out = append(out, s)
+	}
+	if not, ok := n.Sub("not"); ok {
+		out = append(out, "not: "+d.inline(not, level+1))
+	}
+	if up, ok := n.Get("unevaluatedProperties"); ok {
+		if b, isBool := up.(bool); isBool && !b {
+			out = append(out, "no unevaluated keys")
+		} else if sub, isSchema := n.Sub("unevaluatedProperties"); isSchema && !sub.Empty() {
+			out = append(out, "unevaluated keys: "+d.inline(sub, level+1))
+		}
+	}
+	if ui, ok := n.Get("unevaluatedItems"); ok {
+		if b, isBool := ui.(bool); isBool && !b {
+			out = append(out, "no unevaluated items")
+		} else if sub, isSchema := n.Sub("unevaluatedItems"); isSchema && !sub.Empty() {
+			out = append(out, "unevaluated items: "+d.inline(sub, level+1))
+		}
+	}
+	if cs, ok := n.Sub("contentSchema"); ok {
+		out = append(out, "content: "+d.inline(cs, level+1))
+	}
+	for _, ref := range n.Unresolved() {
+		out = append(out, "unresolved ref "+clip(ref, maxInline))
+	}
+	return out
+}
+
+// suffix wraps the parts in " (...)", or returns "" when there are none.
+func suffix(parts []string) string {
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// inline describes a subschema on one line: its type, then its constraints,
+// its properties and its required list.
+func (d *describer) inline(n schema.Node, level int) string {
+	if n.Never() {
+		return "nothing"
+	}
+	if level > maxInlineDepth || d.budget <= 0 {
+		return "..."
+	}
+	d.budget--
+	rest := d.suffixParts(n, true, "", level)
+	if props := n.SubMap("properties"); len(props) > 0 {
+		var ps []string
+		for i, k := range sortedNodeKeys(props) {
+			if i == maxListed {
+				ps = append(ps, "...")
+				break
+			}
+			ps = append(ps, k+": "+d.inline(props[k], level+1))
+		}
+		rest = append(rest, "{"+strings.Join(ps, ", ")+"}")
+	}
+	if req := n.Strings("required"); len(req) > 0 {
+		rest = append(rest, "required: "+strings.Join(req, ", "))
+	}
+	if desc := firstLine(prose(n)); desc != "" {
+		rest = append([]string{clip(desc, 80)}, rest...)
+	}
+	t := pyType(n)
+	var s string
+	switch {
+	case t != "Any" && len(rest) > 0:
+		s = t + " (" + strings.Join(rest, ", ") + ")"
+	case t != "Any":
+		s = t
+	case len(rest) > 0:
+		s = strings.Join(rest, ", ")
+	default:
+		s = "any value"
+	}
+	return clip(s, maxInline)
+}
+
+// prose is a schema's description, else its title.
+func prose(n schema.Node) string {
+	if s := n.String("description"); s != "" {
+		return clip(s, maxProse)
+	}
+	return clip(n.String("title"), maxProse)
+}
+
+func firstLine(s string) string {
+	for _, l := range lines(s) {
+		if strings.TrimSpace(l) != "" {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// restLines returns the lines of s after its first non-blank line, with
+// leading and trailing blank lines removed.
+func restLines(s string) []string {
+	ls := lines(s)
+	for i, l := range ls {
+		if strings.TrimSpace(l) != "" {
+			ls = ls[i+1:]
+			break
+		}
+	}
+	for len(ls) > 0 && strings.TrimSpace(ls[0]) == "" {
+		ls = ls[1:]
+	}
+	for len(ls) > 0 && strings.TrimSpace(ls[len(ls)-1]) == "" {
+		ls = ls[:len(ls)-1]
+	}
+	return ls
+}
+
+// fields appends the nested field lines of n at indent. extraRequired holds
+// the parent's required names, which apply to union branches too.
+func (d *describer) fields(out []string, n schema.Node, indent, depth int, extraRequired []string) []string {
+	if depth >= maxNesting || n.Truncated() {
+		return out
+	}
+	pad := strings.Repeat(" ", indent)
+	required := map[string]bool{}
+	for _, r := range append(n.Strings("required"), extraRequired...) {
+		required[r] = true
+	}
+	props := n.SubMap("properties")
+	for _, name := range sortedNodeKeys(props) {
+		if d.budget <= 0 {
+			return append(out, pad+"...")
+		}
+		d.budget--
+		p := props[name]
+		line := name + ": " + pyType(p)
+		if required[name] {
+			line += " (required)"
+		}
+		text := prose(p)
+		if fl := firstLine(text); fl != "" {
+			line += " - " + fl
+		}
+		line += suffix(d.suffixParts(p, true, name, 0))
+		out = append(out, pad+line)
+		for _, l := range restLines(text) {
+			out = append(out, strings.TrimRight(pad+"    "+l, " "))
+		}
+		out = d.fields(out, p, indent+4, depth+1, nil)
+	}
+	if branches := unionBranches(n); len(branches) > 1 {
+		var parentReq []string
+		for r := range required {
+			parentReq = append(parentReq, r)
+		}
+		sort.Strings(parentReq)
+		disc := discriminator(n)
+		first := true
+		for _, b := range branches {
+			if d.budget <= 0 {
+				break
+			}
+			inner := d.fields(nil, b, indent, depth+1, parentReq)
+			if len(inner) == 0 {
+				continue
+			}
+			if !first {
+				out = append(out, pad+"-- or --")
+			}
+			first = false
+			if h := branchHeader(d, b, disc); h != "" {
+				out = append(out, pad+h)
+			}
+			out = append(out, inner...)
+		}
+	}
+	for i, slot := range n.SubList("prefixItems") {
+		inner := d.fields(nil, slot, indent+4, depth+1, nil)
+		if len(inner) == 0 {
+			continue
+		}
+		out = append(out, pad+"["+itoa(i)+"]: "+pyType(slot))
+		out = append(out, inner...)
+	}
+	if items, ok := n.Sub("items"); ok {
+		out = d.fields(out, items, indent, depth+1, nil)
+	}
+	if ap, ok := n.Sub("additionalProperties"); ok && !n.Has("properties") {
+		if inner := d.fields(nil, ap, indent+4, depth+1, nil); len(inner) > 0 {
+			out = append(out, pad+"<key>: "+pyType(ap))
+			out = append(out, inner...)
+		}
+	}
+	return out
+}
+
+// branchHeader is "(tag) - prose (suffix)", or without the tag "prose
+// (suffix)", or the bare suffix.
+func branchHeader(d *describer, b schema.Node, disc string) string {
+	tag := branchTag(b, disc)
+	text := firstLine(prose(b))
+	parts := d.suffixParts(b, true, "", 0)
+	switch {
+	case tag != "":
+		h := "(" + tag + ")"
+		if text != "" {
+			h += " - " + text
+		}
+		return h + suffix(parts)
+	case text != "":
+		return text + suffix(parts)
+	}
+	return strings.TrimSpace(suffix(parts))
+}
+
+func discriminator(n schema.Node) string {
+	if m, ok := n.Get("discriminator"); ok {
+		if mm, isMap := m.(map[string]any); isMap {
+			if s, isStr := mm["propertyName"].(string); isStr {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// branchTag reads a union branch's tag from the discriminator property, else
+// from its "type" property: a const, or an enum of one value.
+func branchTag(b schema.Node, disc string) string {
+	props := b.SubMap("properties")
+	for _, key := range []string{disc, "type"} {
+		if key == "" {
+			continue
+		}
+		p, ok := props[key]
+		if !ok {
+			continue
+		}
+		if c, has := p.Get("const"); has {
+			return str(c)
+		}
+		if e, has := p.Get("enum"); has {
+			if arr, isArr := e.([]any); isArr && len(arr) == 1 {
+				return str(arr[0])
+			}
+		}
+	}
+	return ""
+}
+
+func listed(raw any) string {
+	arr, ok := raw.([]any)
+	if !ok {
+		return clip(str(raw), maxInline)
+	}
+	if len(arr) > maxListed {
+		more := len(arr) - maxListed
+		s := clip(str(arr[:maxListed]), maxInline*4)
+		return strings.TrimSuffix(s, "]") + ", ... " + itoa(more) + " more]"
+	}
+	return clip(str(arr), maxInline*4)
+}
+
+func stringsOf(v any) []string {
+	arr, _ := v.([]any)
+	var out []string
+	for _, e := range arr {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortedNodeKeys(m map[string]schema.Node) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// sameWords reports whether a title merely restates a name, as generated
+// titles do ("User Id" for user_id).
+func sameWords(title, name string) bool {
+	norm := func(s string) string {
+		var sb strings.Builder
+		for _, r := range strings.ToLower(s) {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				sb.WriteRune(r)
+			}
+		}
+		return sb.String()
+	}
+	return name != "" && norm(title) == norm(name)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

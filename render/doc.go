@@ -1,0 +1,41 @@
+// Package render turns an agent's tool declarations into what Code Mode
+// shows the model and the sandbox: the Python stubs of the tools package,
+// the catalog text, the <code-mode> block of the system instruction and the
+// description of the execute_code tool.
+//
+// # Registry
+//
+// [NewRegistry] resolves a slice of [Tool] (a namespace and a
+// genai.FunctionDeclaration) into a [Registry]. Tool and namespace names are
+// lower-cased and sanitised into Python identifiers; each tool gets a dotted
+// path ("slack.send_message", or "get_weather" at the top level). Duplicate
+// raw names in one namespace, and different names that sanitise to the same
+// identifier, are errors ([DuplicateToolError], [CollisionError]).
+// [Registry.Lookup] resolves a name sent from the sandbox back to its entry:
+// first as a dotted path, then as a raw name unique across namespaces.
+//
+// # Stubs
+//
+// [Registry.Stubs] returns the files of the tools package, with paths
+// relative to the directory on sys.path: tools/__init__.py (re-exporting
+// ToolError, HTTPStatusError and the top-level tools), tools/<ns>/__init__.py
+// and one module per tool. A stub has a keyword-only signature, required
+// parameters first; optional ones default to a sentinel and are left out of
+// the call when unset. It calls codemode_runtime.call with the dotted path
+// and the arguments under their raw names. The docstring carries everything
+// the schema says: nested fields, descriptions, enums, bounds, formats,
+// patterns, defaults, unions and the applicator keywords.
+//
+// # Catalog and block
+//
+// [Registry.Catalog] renders the stubs as .pyi-like text, in [Full] or
+// [Names] detail. [Registry.Block] wraps it in the <code-mode> block with the
+// how-to-use text and the sandbox [Environment], choosing the first tier whose
+// whole block fits the budget: full catalog, names only, or a pointer to
+// discover the tools from Python. [Description] returns the execute_code
+// description for a block that is appended or not.
+//
+// All output is sorted and byte-stable, so prompt caching works. A Registry
+// caches what it renders; rendering an unchanged surface again costs a map
+// lookup. Prompt prose lives in the embedded templates/ directory.
+package render

@@ -1,0 +1,72 @@
+package render_test
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/adk-codemode/codemode/render"
+)
+
+func ExampleRegistry_Stubs() {
+	reg, err := render.NewRegistry([]render.Tool{{
+		Namespace: "slack",
+		Declaration: &genai.FunctionDeclaration{
+			Name:        "send_message",
+			Description: "Post a message to a channel.",
+			ParametersJsonSchema: map[string]any{
+				"type":     "object",
+				"required": []any{"channel"},
+				"properties": map[string]any{
+					"channel": map[string]any{"type": "string", "pattern": "^C"},
+					"text":    map[string]any{"type": "string", "description": "Message text."},
+				},
+			},
+		},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range reg.Stubs() {
+		if f.Path == "tools/slack/send_message.py" {
+			// Skip the header and imports; print the function.
+			fmt.Print(f.Content[strings.Index(f.Content, "def "):])
+		}
+	}
+	// Output:
+	// def send_message(*, channel: str, text: str | None = _MISSING) -> Any:
+	//     """Post a message to a channel.
+	//
+	//     Args:
+	//         channel: (pattern=^C)
+	//         text: Message text.
+	//     """
+	//     _args: dict[str, Any] = {'channel': channel}
+	//     if text is not _MISSING:
+	//         _args['text'] = text
+	//     return _call('slack.send_message', _args)
+}
+
+func ExampleRegistry_Block() {
+	reg, err := render.NewRegistry([]render.Tool{
+		{Declaration: &genai.FunctionDeclaration{Name: "get_weather", Description: "Current weather for a city."}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	env := render.Environment{PythonVersion: "3.12.4", Packages: map[string]map[string]string{"yaml": {"PyYAML": "6.0.2"}}}
+	// A budget this small leaves room only for the names-only catalog.
+	block := reg.Block(env, 1100)
+	fmt.Println(block[strings.Index(block, "  <installed-packages>"):])
+	// Output:
+	//   <installed-packages>
+	// yaml: PyYAML 6.0.2
+	//   </installed-packages>
+	//   <tools-package>
+	// # tools
+	//
+	// from tools import get_weather
+	//   </tools-package>
+	// </code-mode>
+}

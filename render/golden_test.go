@@ -1,0 +1,205 @@
+package render
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+	"google.golang.org/genai"
+)
+
+var update = flag.Bool("update", false, "rewrite the wanted outputs of render/testdata/*.txtar")
+
+// A golden case is a txtar archive under testdata/ with these files:
+//
+//	reason        why the case exists (required)
+//	decls.json    a JSON array of declarations, each with an optional namespace
+//	budget        optional block budget (default: DefaultBudget)
+//	env.json      optional Environment
+//	want/...      wanted outputs: the stub files (want/tools/...), the
+//	              catalogs (want/catalog.full, want/catalog.names), the block
+//	              (want/block) or, for a failing surface, want/error
+type goldenCase struct {
+	path    string
+	archive *txtar.Archive
+	files   map[string]string
+}
+
+func loadCases(t *testing.T) []goldenCase {
+	t.Helper()
+	paths, err := filepath.Glob("testdata/*.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatal("no golden cases in testdata/")
+	}
+	var out []goldenCase
+	for _, p := range paths {
+		ar, err := txtar.ParseFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := goldenCase{path: p, archive: ar, files: map[string]string{}}
+		for _, f := range ar.Files {
+			c.files[f.Name] = string(f.Data)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// declEntry mirrors the --decls file format of the codemode command.
+type declEntry struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	Parameters           json.RawMessage `json:"parameters"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+	Namespace            string          `json:"namespace"`
+	// Typed asks for Parameters to be decoded into a genai.Schema, the way
+	// a Go program declares it, instead of being passed as raw JSON.
+	Typed bool `json:"typed"`
+}
+
+func decodeTools(t testing.TB, data string) []Tool {
+	t.Helper()
+	var entries []declEntry
+	if err := json.Unmarshal([]byte(data), &entries); err != nil {
+		t.Fatalf("decls.json: %v", err)
+	}
+	var tools []Tool
+	for _, e := range entries {
+		decl := &genai.FunctionDeclaration{Name: e.Name, Description: e.Description}
+		switch {
+		case len(e.ParametersJSONSchema) > 0:
+			decl.ParametersJsonSchema = e.ParametersJSONSchema
+		case len(e.Parameters) > 0 && e.Typed:
+			decl.Parameters = new(genai.Schema)
+			if err := json.Unmarshal(e.Parameters, decl.Parameters); err != nil {
+				t.Fatalf("decls.json: %s: %v", e.Name, err)
+			}
+		case len(e.Parameters) > 0:
+			decl.ParametersJsonSchema = e.Parameters
+		}
+		tools = append(tools, Tool{Namespace: e.Namespace, Declaration: decl})
+	}
+	return tools
+}
+
+// renderCase produces every output of a case, keyed like its want/ files.
+func renderCase(t testing.TB, c goldenCase) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	reg, err := NewRegistry(decodeTools(t, c.files["decls.json"]))
+	if err != nil {
+		got["want/error"] = err.Error() + "\n"
+		return got
+	}
+	for _, f := range reg.Stubs() {
+		got["want/"+f.Path] = f.Content
+	}
+	got["want/catalog.full"] = reg.Catalog(Full) + "\n"
+	got["want/catalog.names"] = reg.Catalog(Names) + "\n"
+	budget := DefaultBudget
+	if b := strings.TrimSpace(c.files["budget"]); b != "" {
+		budget, err = strconv.Atoi(b)
+		if err != nil {
+			t.Fatalf("budget: %v", err)
+		}
+	}
+	var env Environment
+	if e := c.files["env.json"]; e != "" {
+		if err := json.Unmarshal([]byte(e), &env); err != nil {
+			t.Fatalf("env.json: %v", err)
+		}
+	}
+	got["want/block"] = reg.Block(env, budget) + "\n"
+	return got
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range loadCases(t) {
+		name := strings.TrimSuffix(filepath.Base(c.path), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			if strings.TrimSpace(c.files["reason"]) == "" {
+				t.Fatalf("%s: a golden case needs a non-empty reason section", c.path)
+			}
+			got := renderCase(t, c)
+			if *update {
+				writeCase(t, c, got)
+				return
+			}
+			want := map[string]string{}
+			for k, v := range c.files {
+				if strings.HasPrefix(k, "want/") {
+					want[k] = v
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: outputs differ (-want +got):\n%s\nrun go test ./render -run TestGolden -update to accept", c.path, diff)
+			}
+		})
+	}
+}
+
+func writeCase(t *testing.T, c goldenCase, got map[string]string) {
+	t.Helper()
+	ar := &txtar.Archive{Comment: c.archive.Comment}
+	for _, f := range c.archive.Files {
+		if !strings.HasPrefix(f.Name, "want/") {
+			ar.Files = append(ar.Files, f)
+		}
+	}
+	names := make([]string, 0, len(got))
+	for k := range got {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		ar.Files = append(ar.Files, txtar.File{Name: k, Data: []byte(got[k])})
+	}
+	if err := os.WriteFile(c.path, txtar.Format(ar), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoldenStubsCompile runs every generated stub of every golden case
+// through Python's own parser and compiler, in one process.
+func TestGoldenStubsCompile(t *testing.T) {
+	py := newPyChecker(t)
+	n := 0
+	for _, c := range loadCases(t) {
+		for name, src := range renderCase(t, c) {
+			if !strings.HasSuffix(name, ".py") {
+				continue
+			}
+			n++
+			if msg := py.check(t, c.path+":"+name, src); msg != "" {
+				t.Errorf("%s: %s does not compile: %s\n%s", c.path, name, msg, src)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no stubs compiled")
+	}
+}
+
+// TestGoldenCasesHaveReasons guards the rule that every case states why it
+// exists, independently of TestGolden's per-case check.
+func TestGoldenCasesHaveReasons(t *testing.T) {
+	for _, c := range loadCases(t) {
+		if strings.TrimSpace(c.files["reason"]) == "" {
+			t.Errorf("%s has no reason", c.path)
+		}
+		if _, ok := c.files["decls.json"]; !ok {
+			t.Errorf("%s has no decls.json", c.path)
+		}
+	}
+}

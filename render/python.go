@@ -1,0 +1,353 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// pythonKeywords are the hard keywords of Python 3.12; they cannot be
+// identifiers.
+var pythonKeywords = map[string]bool{
+	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true,
+	"async": true, "await": true, "break": true, "class": true, "continue": true, "def": true,
+	"del": true, "elif": true, "else": true, "except": true, "finally": true, "for": true,
+	"from": true, "global": true, "if": true, "import": true, "in": true, "is": true,
+	"lambda": true, "nonlocal": true, "not": true, "or": true, "pass": true, "raise": true,
+	"return": true, "try": true, "while": true, "with": true, "yield": true,
+}
+
+// identifier turns s into a Python identifier: characters outside
+// [A-Za-z0-9_] become "_", underscores are trimmed from both ends, an empty
+// result becomes fallback, a leading digit gains a "_" prefix and a keyword a
+// "_" suffix.
+func identifier(s, fallback string) string {
+	var sb strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r < utf8.RuneSelf && (r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			sb.WriteRune(r)
+		} else {
+			sb.WriteByte('_')
+		}
+	}
+	id := strings.Trim(sb.String(), "_")
+	if id == "" {
+		id = fallback
+	}
+	if id[0] >= '0' && id[0] <= '9' {
+		id = "_" + id
+	}
+	if pythonKeywords[id] {
+		id += "_"
+	}
+	return id
+}
+
+// Limits on rendered Python values.
+const (
+	maxReprDepth = 16
+	maxReprItems = 32
+)
+
+// repr renders a decoded JSON value as a Python expression. exact is false
+// when the value was shortened to stay bounded; the text is still valid
+// Python but no longer equal to the value.
+func repr(v any) (text string, exact bool) {
+	var sb strings.Builder
+	exact = true
+	writeRepr(&sb, v, 0, &exact)
+	return sb.String(), exact
+}
+
+func writeRepr(sb *strings.Builder, v any, depth int, exact *bool) {
+	if depth > maxReprDepth {
+		sb.WriteString("...")
+		*exact = false
+		return
+	}
+	switch t := v.(type) {
+	case nil:
+		sb.WriteString("None")
+	case bool:
+		if t {
+			sb.WriteString("True")
+		} else {
+			sb.WriteString("False")
+		}
+	case json.Number:
+		sb.WriteString(numberRepr(t, true))
+	case float64:
+		sb.WriteString(numberRepr(json.Number(strconv.FormatFloat(t, 'g', -1, 64)), true))
+	case string:
+		sb.WriteString(strRepr(t))
+	case []any:
+		sb.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			if i == maxReprItems {
+				sb.WriteString("...")
+				*exact = false
+				break
+			}
+			writeRepr(sb, e, depth+1, exact)
+		}
+		sb.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		sb.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			if i == maxReprItems {
+				sb.WriteString("'...': ...")
+				*exact = false
+				break
+			}
+			sb.WriteString(strRepr(k))
+			sb.WriteString(": ")
+			writeRepr(sb, t[k], depth+1, exact)
+		}
+		sb.WriteByte('}')
+	default:
+		sb.WriteString(strRepr(fmt.Sprint(t)))
+		*exact = false
+	}
+}
+
+// str renders a value the way Python's str() would for the constraint
+// suffix: booleans as true/false, integral floats as integers, strings raw.
+func str(v any) string {
+	switch t := v.(type) {
+	case bool:
+		if t {
+			return "true"
+		}
+		return "false"
+	case string:
+		return t
+	case json.Number:
+		return numberRepr(t, false)
+	}
+	s, _ := repr(v)
+	return s
+}
+
+// numberRepr renders a JSON number as Python would print it: integers
+// exactly, floats in repr's shortest form. As an expression, infinities
+// become float('inf'); in text (expr false) integral floats lose ".0".
+func numberRepr(n json.Number, expr bool) string {
+	s := string(n)
+	if !strings.ContainsAny(s, ".eE") {
+		if b, ok := new(big.Int).SetString(s, 10); ok {
+			return b.String()
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return "0"
+	}
+	if math.IsInf(f, 0) {
+		if !expr {
+			if f > 0 {
+				return "inf"
+			}
+			return "-inf"
+		}
+		if f > 0 {
+			return "float('inf')"
+		}
+		return "float('-inf')"
+	}
+	if !expr && f == math.Trunc(f) && math.Abs(f) < 1e16 {
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	}
+	return floatRepr(f)
+}
+
+// floatRepr mirrors Python's repr(float): shortest round-trip digits, fixed
+// notation for 1e-4 <= |f| < 1e16 and exponent notation otherwise.
+func floatRepr(f float64) string {
+	if f == 0 {
+		if math.Signbit(f) {
+			return "-0.0"
+		}
+		return "0.0"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, expText, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(expText)
+	decpt := exp + 1
+	if decpt > -4 && decpt <= 16 {
+		neg := strings.HasPrefix(mant, "-")
+		digits := strings.ReplaceAll(strings.TrimPrefix(mant, "-"), ".", "")
+		var out string
+		switch {
+		case decpt <= 0:
+			out = "0." + strings.Repeat("0", -decpt) + digits
+		case decpt >= len(digits):
+			out = digits + strings.Repeat("0", decpt-len(digits)) + ".0"
+		default:
+			out = digits[:decpt] + "." + digits[decpt:]
+		}
+		if neg {
+			out = "-" + out
+		}
+		return out
+	}
+	return e
+}
+
+// strRepr renders s as a Python string literal, choosing quotes and escapes
+// as Python's repr does.
+func strRepr(s string) string {
+	quote := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		quote = '"'
+	}
+	var sb strings.Builder
+	sb.WriteByte(quote)
+	for _, r := range s {
+		switch {
+		case r == rune(quote) || r == '\\':
+			sb.WriteByte('\\')
+			sb.WriteRune(r)
+		case r == '\n':
+			sb.WriteString(`\n`)
+		case r == '\r':
+			sb.WriteString(`\r`)
+		case r == '\t':
+			sb.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&sb, `\x%02x`, r)
+		case !unicode.IsPrint(r):
+			switch {
+			case r <= 0xff:
+				fmt.Fprintf(&sb, `\x%02x`, r)
+			case r <= 0xffff:
+				fmt.Fprintf(&sb, `\u%04x`, r)
+			default:
+				fmt.Fprintf(&sb, `\U%08x`, r)
+			}
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	sb.WriteByte(quote)
+	return sb.String()
+}
+
+// docText makes free text safe inside a triple-quoted docstring. raw says
+// whether the docstring will carry the r prefix (because some text holds a
+// backslash); control characters then appear as literal \xNN text.
+func docText(s string, raw bool) string {
+	var sb strings.Builder
+	quotes := 0
+	for _, r := range s {
+		if r == '"' {
+			quotes++
+			if quotes == 3 {
+				sb.WriteString(`\"`)
+				quotes = 0
+				continue
+			}
+			sb.WriteRune(r)
+			continue
+		}
+		quotes = 0
+		switch {
+		case r == '\\':
+			if raw {
+				sb.WriteByte('\\')
+			} else {
+				sb.WriteString(`\\`)
+			}
+		case r == '\n' || r == '\t':
+			sb.WriteRune(r)
+		case r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 || r == 0x85:
+			fmt.Fprintf(&sb, `\x%02x`, r)
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return sb.String()
+}
+
+// lines splits text into lines, treating \r\n and \r as line breaks and
+// trimming trailing space on each.
+func lines(s string) []string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	out := strings.Split(s, "\n")
+	for i, l := range out {
+		out[i] = strings.TrimRightFunc(l, unicode.IsSpace)
+	}
+	return out
+}
+
+// wrap fills each paragraph of s to width columns. Words longer than width
+// are kept whole, so that URLs survive.
+func wrap(s string, width int) []string {
+	var out []string
+	para := []string{}
+	flush := func() {
+		if len(para) == 0 {
+			return
+		}
+		words := strings.Fields(strings.Join(para, " "))
+		line := ""
+		for _, w := range words {
+			switch {
+			case line == "":
+				line = w
+			case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+				line += " " + w
+			default:
+				out = append(out, line)
+				line = w
+			}
+		}
+		if line != "" {
+			out = append(out, line)
+		}
+		para = para[:0]
+	}
+	for _, l := range lines(s) {
+		if strings.TrimSpace(l) == "" {
+			flush()
+			if len(out) > 0 && out[len(out)-1] != "" {
+				out = append(out, "")
+			}
+			continue
+		}
+		para = append(para, l)
+	}
+	flush()
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + " [...]"
+}

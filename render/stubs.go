@@ -1,0 +1,297 @@
+package render
+
+import (
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/adk-codemode/codemode/schema"
+)
+
+// File is one generated file of the tools package.
+type File struct {
+	// Path is relative to the directory put on sys.path, such as
+	// "tools/slack/send_message.py".
+	Path string
+	// Content is the file's Python source.
+	Content string
+}
+
+// RuntimeModule is the module the sandbox injects before user code runs;
+// generated stubs call tools through its call function.
+const RuntimeModule = "codemode_runtime"
+
+// summaryWidth is the column at which docstring summaries wrap.
+const summaryWidth = 88
+
+// renderedTool holds the parts shared by a tool's stub file and its catalog
+// entry.
+type renderedTool struct {
+	stubSig     string // def line of the stub file
+	catalogSig  string // def line of the catalog entry
+	docstring   string // the indented docstring, ending in a newline
+	body        string // the stub's body after the docstring
+	hasOptional bool
+}
+
+func (r *Registry) render() []renderedTool {
+	r.once.Do(func() {
+		r.rendered = make([]renderedTool, len(r.entries))
+		// Tools render independently; spread them over the CPUs.
+		workers := min(runtime.GOMAXPROCS(0), len(r.entries))
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(r.entries) {
+						return
+					}
+					r.rendered[i] = renderTool(r.entries[i], r.docs[i], r.params[i])
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	return r.rendered
+}
+
+func renderTool(e Entry, doc *schema.Document, params []param) renderedTool {
+	d := &describer{budget: maxLines}
+	var rt renderedTool
+	var stubArgs, catArgs []string
+	for _, p := range params {
+		typ := pyType(p.node)
+		if p.required {
+			arg := p.ident + ": " + typ
+			if v, ok := p.node.Get("default"); ok {
+				if text, exact := repr(v); exact {
+					arg += " = " + text
+				}
+			}
+			stubArgs = append(stubArgs, arg)
+			catArgs = append(catArgs, arg)
+			continue
+		}
+		rt.hasOptional = true
+		if !hasNone(typeParts(p.node, 0, ptr(maxTypeNodes))) {
+			typ += " | None"
+		}
+		stubArgs = append(stubArgs, p.ident+": "+typ+" = _MISSING")
+		catArgs = append(catArgs, p.ident+": "+typ+" = ...")
+	}
+	rt.stubSig = signature(e.Attr, stubArgs)
+	rt.catalogSig = signature(e.Attr, catArgs)
+	rt.docstring = docstring(d, e, doc.Root(), params)
+
+	var body strings.Builder
+	if len(params) == 0 {
+		body.WriteString("    return _call(" + strRepr(e.Path) + ", {})\n")
+	} else {
+		var req []string
+		for _, p := range params {
+			if p.required {
+				req = append(req, strRepr(p.raw)+": "+p.ident)
+			}
+		}
+		body.WriteString("    _args: dict[str, Any] = {" + strings.Join(req, ", ") + "}\n")
+		for _, p := range params {
+			if !p.required {
+				body.WriteString("    if " + p.ident + " is not _MISSING:\n")
+				body.WriteString("        _args[" + strRepr(p.raw) + "] = " + p.ident + "\n")
+			}
+		}
+		body.WriteString("    return _call(" + strRepr(e.Path) + ", _args)\n")
+	}
+	rt.body = body.String()
+	return rt
+}
+
+func ptr(i int) *int { return &i }
+
+func hasNone(parts []string) bool {
+	for _, p := range parts {
+		if p == "None" {
+			return true
+		}
+	}
+	return false
+}
+
+func signature(name string, args []string) string {
+	if len(args) == 0 {
+		return "def " + name + "() -> Any:"
+	}
+	return "def " + name + "(*, " + strings.Join(args, ", ") + ") -> Any:"
+}
+
+// docstring lays out a tool's docstring: the wrapped summary, the Args
+// section with nested fields, and a Constraints section for rules on the
+// arguments object as a whole.
+func docstring(d *describer, e Entry, root schema.Node, params []param) string {
+	var body []string
+	summary := clip(e.Declaration.Description, maxProse*2)
+	if strings.TrimSpace(summary) == "" {
+		summary = prose(root)
+	}
+	if strings.TrimSpace(summary) == "" {
+		summary = "Call the tool."
+	}
+	body = append(body, wrap(summary, summaryWidth)...)
+	if rd := root.String("description"); rd != "" && strings.TrimSpace(rd) != strings.TrimSpace(e.Declaration.Description) && strings.TrimSpace(e.Declaration.Description) != "" {
+		body = append(body, "")
+		body = append(body, wrap(clip(rd, maxProse), summaryWidth)...)
+	}
+	if len(params) > 0 {
+		body = append(body, "", "Args:")
+		for _, p := range params {
+			text := prose(p.node)
+			if t := p.node.String("title"); p.node.String("description") == "" && sameWords(t, p.raw) {
+				text = ""
+			}
+			head := firstLine(text) + suffix(d.suffixParts(p.node, false, p.raw, 0))
+			if !p.required {
+				if v, ok := p.node.Get("default"); ok {
+					text, _ := repr(v)
+					head += " (default: " + clip(text, maxInline) + ")"
+				}
+			}
+			head = strings.TrimSpace(head)
+			line := "    " + p.ident + ":"
+			if head != "" {
+				line += " " + head
+			}
+			body = append(body, line)
+			for _, l := range restLines(text) {
+				body = append(body, strings.TrimRight("        "+l, " "))
+			}
+			body = d.fields(body, p.node, 8, 1, nil)
+		}
+	}
+	if cons := rootConstraints(d, root); len(cons) > 0 {
+		body = append(body, "", "Constraints:")
+		body = append(body, cons...)
+	}
+	raw := false
+	for _, l := range body {
+		if strings.ContainsRune(l, '\\') {
+			raw = true
+			break
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString("    ")
+	if raw {
+		sb.WriteByte('r')
+	}
+	sb.WriteString(`"""`)
+	for i, l := range body {
+		if i > 0 {
+			sb.WriteString("\n")
+			if l != "" {
+				// Blank lines stay empty: no trailing whitespace.
+				sb.WriteString("    ")
+			}
+		}
+		sb.WriteString(docText(l, raw))
+	}
+	sb.WriteString("\n    \"\"\"\n")
+	return sb.String()
+}
+
+// rootConstraints renders the rules on the arguments object itself: its
+// constraint suffix and, for a root-level union, the accepted argument sets.
+func rootConstraints(d *describer, root schema.Node) []string {
+	var out []string
+	parts := d.suffixParts(root, false, "", 0)
+	if len(parts) > 0 {
+		out = append(out, "    "+strings.Join(parts, ", "))
+	}
+	if branches := unionBranches(root); len(branches) > 1 {
+		kind := "any of"
+		if len(root.SubList("anyOf")) == 0 {
+			kind = "exactly one of"
+		}
+		out = append(out, "    arguments match "+kind+":")
+		for _, b := range branches {
+			out = append(out, "        - "+d.inline(b, 1))
+		}
+	}
+	return out
+}
+
+const header = "# Generated by codemode from the tool declarations. Do not edit.\n"
+
+// Stubs returns the files of the tools package, sorted by path: one module
+// per tool, an __init__.py per namespace re-exporting its tools, and the root
+// __init__.py re-exporting ToolError, HTTPStatusError and the top-level
+// tools.
+func (r *Registry) Stubs() []File {
+	r.stubsOnce.Do(func() {
+		rendered := r.render()
+		var files []File
+		byPkg := map[string][]string{}
+		for i, e := range r.entries {
+			rt := rendered[i]
+			var sb strings.Builder
+			sb.WriteString(header)
+			sb.WriteString("from __future__ import annotations\n\n")
+			sb.WriteString("from typing import Any, Literal\n\n")
+			sb.WriteString("from " + RuntimeModule + " import call as _call\n")
+			if rt.hasOptional {
+				sb.WriteString("\n_MISSING = object()\n")
+			}
+			sb.WriteString("\n\n")
+			sb.WriteString(rt.stubSig + "\n")
+			sb.WriteString(rt.docstring)
+			sb.WriteString(rt.body)
+			dir := "tools/"
+			if e.Package != "" {
+				dir += e.Package + "/"
+			}
+			files = append(files, File{Path: dir + e.Attr + ".py", Content: sb.String()})
+			byPkg[e.Package] = append(byPkg[e.Package], e.Attr)
+		}
+		for pkg, attrs := range byPkg {
+			if pkg == "" {
+				continue
+			}
+			files = append(files, File{Path: "tools/" + pkg + "/__init__.py", Content: initFile(nil, attrs)})
+		}
+		files = append(files, File{Path: "tools/__init__.py", Content: initFile([]string{"HTTPStatusError", "ToolError"}, byPkg[""])})
+		sortFiles(files)
+		r.stubs = files
+	})
+	return append([]File(nil), r.stubs...)
+}
+
+func initFile(runtime []string, attrs []string) string {
+	var sb strings.Builder
+	sb.WriteString(header)
+	all := append([]string(nil), runtime...)
+	if len(runtime) > 0 {
+		sb.WriteString("from " + RuntimeModule + " import " + strings.Join(runtime, ", ") + "\n")
+	}
+	if len(attrs) > 0 {
+		sb.WriteString("\n")
+	}
+	for _, a := range attrs {
+		sb.WriteString("from ." + a + " import " + a + "\n")
+		all = append(all, a)
+	}
+	quoted := make([]string, len(all))
+	for i, a := range all {
+		quoted[i] = strRepr(a)
+	}
+	sb.WriteString("\n__all__ = [" + strings.Join(quoted, ", ") + "]\n")
+	return sb.String()
+}
+
+func sortFiles(files []File) {
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+}
