@@ -8,9 +8,7 @@ BENCHTIME ?= 2000x
 
 ## demo: run the demo agent (scripted model unless GOOGLE_API_KEY is set)
 demo:
-	@if [ -d cmd/codemode-demo ]; then $(GO) run ./cmd/codemode-demo; \
-	else echo "The demo agent arrives with the ADK plugin; meanwhile try:"; \
-	$(GO) run ./cmd/codemode exec -c 'x = 6 * 7' -c 'print("the answer is", x)'; fi
+	$(GO) run ./cmd/codemode-demo
 
 ## test: format check, vet, and every test with the race detector
 test: lint

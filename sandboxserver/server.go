@@ -329,6 +329,12 @@ func (s *server) onWorkerExit() error {
 
 func (s *server) onWorkerFrame(wf workerFrame) error {
 	if wf.err != nil {
+		// A worker that exits closes the pipe first: report the exit.
+		select {
+		case <-s.w.exited:
+			return s.onWorkerExit()
+		case <-time.After(time.Second):
+		}
 		// The control pipe broke or carried garbage: the worker cannot be
 		// trusted to go on.
 		note := "codemode: the Python process broke its control channel (" + truncate(wf.err.Error(), 200) + "), so a new one was started; variables from earlier blocks are gone."

@@ -91,8 +91,10 @@ func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOp
 	timer := time.NewTimer(opts.ReadyTimeout)
 	defer timer.Stop()
 	var err error
+	got := false
 	select {
 	case err = <-ready:
+		got = true
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
@@ -100,7 +102,9 @@ func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOp
 	}
 	if err != nil {
 		c.closeConn()
-		<-ready
+		if !got {
+			<-ready // closing the stream ends the read
+		}
 		return nil, err
 	}
 	go c.readLoop()
@@ -160,8 +164,10 @@ func (c *Client) log(f *LogFrame) {
 }
 
 func (c *Client) startCall(f *ToolCallFrame) {
+	// The reader never writes itself: a sandbox that writes without
+	// reading must not be able to stall it.
 	fail := func(typ, msg string) {
-		_ = c.conn.Write(&ToolResultFrame{ID: f.ID, Error: &ErrorInfo{Type: typ, Message: msg}})
+		go func() { _ = c.conn.Write(&ToolResultFrame{ID: f.ID, Error: &ErrorInfo{Type: typ, Message: msg}}) }()
 	}
 	if f.ID == "" || len(f.ID) > maxCallID {
 		fail("ProtocolError", "tool call id must be 1 to 128 characters")

@@ -1,0 +1,184 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/tool"
+)
+
+// This file holds everything that depends on how ADK Go v1.7 lays out its
+// unexported state. ADK keeps its plugin manager and an agent's tool
+// callbacks internal, yet a tool called from code must pass through both,
+// exactly as a direct call does. Everything here only reads, never writes,
+// and every path fails closed: when the layout is not what it expects, tool
+// calls from code are refused with an error naming the reason, rather than
+// run without the callbacks.
+
+// runnableTool is the method set of ADK's internal function tool: the flow
+// runs a tool that has it.
+type runnableTool interface {
+	tool.Tool
+	Declaration() *genai.FunctionDeclaration
+	Run(ctx agent.ToolContext, args any) (map[string]any, error)
+}
+
+// toolCallbacks is the part of ADK's plugin manager that the flow uses
+// around a tool call. The runner stores the manager in the invocation's
+// context.
+type toolCallbacks interface {
+	RunBeforeToolCallback(ctx agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error)
+	RunAfterToolCallback(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error)
+	RunOnToolErrorCallback(ctx agent.ToolContext, t tool.Tool, args map[string]any, err error) (map[string]any, error)
+}
+
+// pluginKeyPkg is the package of the context key under which the runner
+// stores its plugin manager.
+const pluginKeyPkg = "google.golang.org/adk/internal/plugininternal/plugincontext"
+
+// pluginKey caches the runner's context key once found; it is a constant
+// of ADK, the same for every invocation.
+var pluginKey atomic.Value // of keyBox
+
+type keyBox struct{ key any }
+
+var contextType = reflect.TypeFor[context.Context]()
+
+// errNoPluginManager means the runner's plugin manager could not be found.
+var errNoPluginManager = errors.New("the runner's plugin manager is not reachable with this ADK version")
+
+// pluginManager returns the runner's plugin manager from ctx, or nil when
+// ctx does not come from a runner.
+func pluginManager(ctx context.Context) toolCallbacks {
+	if b, ok := pluginKey.Load().(keyBox); ok {
+		m, _ := ctx.Value(b.key).(toolCallbacks)
+		return m
+	}
+	key, ok := findPluginKey(ctx)
+	if !ok {
+		return nil
+	}
+	pluginKey.Store(keyBox{key})
+	m, _ := ctx.Value(key).(toolCallbacks)
+	return m
+}
+
+// findPluginKey walks ctx's chain of parents looking for the key of the
+// runner's plugin manager, and returns a key equal to it. It reads
+// unexported fields but never uses their values as anything but a type and
+// an integer.
+func findPluginKey(ctx context.Context) (any, bool) {
+	seen := map[uintptr]bool{}
+	queue := []reflect.Value{reflect.ValueOf(ctx)}
+	for steps := 0; len(queue) > 0 && steps < 512; steps++ {
+		v := queue[0]
+		queue = queue[1:]
+		for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				break
+			}
+			if v.Kind() == reflect.Pointer {
+				if seen[v.Pointer()] {
+					v = reflect.Value{}
+					break
+				}
+				seen[v.Pointer()] = true
+			}
+			v = v.Elem()
+		}
+		if !v.IsValid() || v.Kind() != reflect.Struct {
+			continue
+		}
+		if k := v.FieldByName("key"); k.IsValid() && k.Kind() == reflect.Interface && !k.IsNil() {
+			kt := k.Elem().Type()
+			if kt.PkgPath() == pluginKeyPkg && kt.Kind() == reflect.Int {
+				key := reflect.New(kt).Elem()
+				key.SetInt(k.Elem().Int())
+				return key.Interface(), true
+			}
+		}
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if (f.Kind() == reflect.Interface || f.Kind() == reflect.Pointer) && !f.IsNil() &&
+				(f.Type().Implements(contextType) || f.Kind() == reflect.Interface && f.Elem().Type().Implements(contextType)) {
+				queue = append(queue, f)
+			}
+		}
+	}
+	return nil, false
+}
+
+// invocation returns the invocation context behind a callback or tool
+// context made by ADK: NewToolContext and NewCallbackContext embed it as
+// their context.Context.
+func invocation(ctx context.Context) (agent.InvocationContext, bool) {
+	for range 16 {
+		if ic, ok := ctx.(agent.InvocationContext); ok {
+			return ic, true
+		}
+		v := reflect.ValueOf(ctx)
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return nil, false
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return nil, false
+		}
+		f := v.FieldByName("Context")
+		if !f.IsValid() || !f.CanInterface() || f.Kind() != reflect.Interface || f.IsNil() {
+			return nil, false
+		}
+		next, ok := f.Interface().(context.Context)
+		if !ok {
+			return nil, false
+		}
+		ctx = next
+	}
+	return nil, false
+}
+
+// agentCallbacks are an LLM agent's own tool callbacks.
+type agentCallbacks struct {
+	before  []llmagent.BeforeToolCallback
+	after   []llmagent.AfterToolCallback
+	onError []llmagent.OnToolErrorCallback
+}
+
+// agentToolCallbacks reads the tool callbacks of an agent built by
+// llmagent.New, which keeps its Config in the state of the base agent it
+// embeds. Only exported fields are read.
+func agentToolCallbacks(a agent.Agent) (agentCallbacks, error) {
+	v := reflect.ValueOf(a)
+	for _, step := range []string{"", "Agent", "", "State", "Config"} {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return agentCallbacks{}, fmt.Errorf("cannot read the tool callbacks of agent %q with this ADK version", a.Name())
+			}
+			v = v.Elem()
+		}
+		if step == "" {
+			continue
+		}
+		if v.Kind() != reflect.Struct {
+			return agentCallbacks{}, fmt.Errorf("cannot read the tool callbacks of agent %q with this ADK version", a.Name())
+		}
+		v = v.FieldByName(step)
+		if !v.IsValid() || !v.CanInterface() {
+			return agentCallbacks{}, fmt.Errorf("cannot read the tool callbacks of agent %q with this ADK version", a.Name())
+		}
+	}
+	cfg, ok := v.Interface().(llmagent.Config)
+	if !ok {
+		return agentCallbacks{}, fmt.Errorf("agent %q is not an LLM agent built by llmagent.New", a.Name())
+	}
+	return agentCallbacks{before: cfg.BeforeToolCallbacks, after: cfg.AfterToolCallbacks, onError: cfg.OnToolErrorCallbacks}, nil
+}

@@ -1,0 +1,88 @@
+package codemode
+
+import (
+	"time"
+
+	"google.golang.org/adk/tool"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// Defaults of [Config].
+const (
+	DefaultMaxOutputChars = 50_000
+	DefaultMaxCodeChars   = 1_000_000
+	DefaultTimeout        = 60 * time.Second
+	DefaultIdleTimeout    = 10 * time.Minute
+	DefaultBlockBudget    = 50_000
+)
+
+// ToolName is the name of the tool that runs the model's code.
+const ToolName = "execute_code"
+
+// Config configures Code Mode. The zero value is ready to use: no tools, the
+// local jail with the host's Python, and the limits below.
+type Config struct {
+	// Tools are the tools the code may call, at the top level of the
+	// generated tools package. Each must carry a function declaration and
+	// be runnable (every functiontool and MCP tool is).
+	Tools []tool.Tool
+	// Toolsets are resolved again on every invocation; the tools of a
+	// toolset are placed in the namespace tools.<toolset name>.
+	Toolsets []tool.Toolset
+
+	// Backend starts the sandboxes. Nil means &jail.Backend{}, the local
+	// namespace jail running the host's python3.
+	Backend transport.Backend
+
+	// MaxOutputChars bounds stdout and stderr, each, as the model sees them:
+	// longer output is cut to its head and tail. Zero means 50,000.
+	MaxOutputChars int
+	// MaxCodeChars refuses longer code before any sandbox starts. Zero means
+	// 1,000,000; negative means no limit.
+	MaxCodeChars int
+	// Timeout bounds one execute_code call. At the timeout the code is
+	// interrupted and keeps its variables; code that does not stop within a
+	// few seconds is killed and the turn's variables are lost. Zero means
+	// 60s; negative means no bound.
+	Timeout time.Duration
+	// ToolTimeout is a ceiling on each tool call made from code; a timeout
+	// the code passes can only lower it. Zero means none.
+	ToolTimeout time.Duration
+	// IdleTimeout closes a turn's sandbox that has not been used for this
+	// long, in case the turn's end was never observed. Zero means 10m.
+	IdleTimeout time.Duration
+	// BlockBudget is the size in characters the <code-mode> block aims to
+	// fit: the full catalog, else the tool names only, else a pointer to
+	// discover the tools from Python. Zero means 50,000.
+	BlockBudget int
+	// DisableBlock leaves the system instruction alone; the execute_code
+	// description then tells the model to discover the tools itself.
+	DisableBlock bool
+}
+
+// withDefaults returns cfg with its zero values replaced by the defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.MaxOutputChars <= 0 {
+		cfg.MaxOutputChars = DefaultMaxOutputChars
+	}
+	if cfg.MaxCodeChars == 0 {
+		cfg.MaxCodeChars = DefaultMaxCodeChars
+	}
+	switch {
+	case cfg.Timeout == 0:
+		cfg.Timeout = DefaultTimeout
+	case cfg.Timeout < 0:
+		cfg.Timeout = 0
+	}
+	if cfg.ToolTimeout < 0 {
+		cfg.ToolTimeout = 0
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.BlockBudget <= 0 {
+		cfg.BlockBudget = DefaultBlockBudget
+	}
+	return cfg
+}

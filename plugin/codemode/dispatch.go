@@ -1,0 +1,238 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/adk/agent"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// UnsupportedToolActionError reports a tool called from code that asked for
+// something code cannot honour: a confirmation, an agent transfer, an
+// escalation, or (for a long-running tool) a result that comes later.
+type UnsupportedToolActionError struct {
+	Tool    string
+	Actions []string
+}
+
+func (e *UnsupportedToolActionError) Error() string {
+	return fmt.Sprintf("tool %q cannot be called from code: it requested %s; call it directly instead of from code",
+		e.Tool, strings.Join(e.Actions, ", "))
+}
+
+// CallbackError reports that the callbacks a direct call of a tool would go
+// through could not be found, so the call from code was refused.
+type CallbackError struct {
+	Tool string
+	Err  error
+}
+
+func (e *CallbackError) Error() string {
+	return fmt.Sprintf("tool %q was not called: its callbacks cannot be honoured: %v", e.Tool, e.Err)
+}
+
+func (e *CallbackError) Unwrap() error { return e.Err }
+
+// handler answers the tool calls of one turn's sandbox.
+type handler struct {
+	e *engine
+	t *turn
+}
+
+var _ transport.ToolHandler = handler{}
+
+func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transport.ToolResult {
+	exec := h.t.current()
+	if exec == nil {
+		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running; "+
+			"tools can only be called while the code that calls them runs", call.Name)
+	}
+	s := h.t.surface()
+	if s == nil {
+		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
+	}
+	st, ok := s.lookup(call.Name)
+	if !ok {
+		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
+	}
+	limit := h.e.cfg.ToolTimeout
+	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
+		limit = call.Timeout
+	}
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	res := h.e.callTool(ctx, exec, st, call.Args)
+	if limit > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.name, seconds(limit))
+	}
+	return res
+}
+
+// callTool runs one tool call from code the way ADK's flow runs a direct
+// one: the runner's plugins' before-tool callbacks, then the agent's (the
+// first non-nil result or error skips the tool); the tool; on an error the
+// plugins' then the agent's on-error callbacks; then the plugins' then the
+// agent's after-tool callbacks. Arguments are validated first.
+func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, args map[string]any) transport.ToolResult {
+	if args == nil {
+		args = map[string]any{}
+	}
+	if st.validator != nil {
+		if err := st.validator.Validate(args); err != nil {
+			return transport.ToolResult{Err: &transport.ErrorInfo{Type: "ValidationError", Message: err.Error()}}
+		}
+	}
+	var plugins toolCallbacks
+	if pm := pluginManager(exec.parent); pm != nil {
+		plugins = pm
+	} else if e.requirePlugins {
+		return errorResult(&CallbackError{Tool: st.name, Err: errNoPluginManager})
+	}
+	ic, ok := invocation(exec.parent)
+	if !ok {
+		return errorResult(&CallbackError{Tool: st.name, Err: errors.New("the invocation is not reachable from the tool context")})
+	}
+	cbs, err := agentToolCallbacks(ic.Agent())
+	if err != nil {
+		return errorResult(&CallbackError{Tool: st.name, Err: err})
+	}
+
+	tc := newCallContext(ctx, exec, exec.nextID())
+	t := st.tool
+	var result map[string]any
+	if plugins != nil {
+		result, err = plugins.RunBeforeToolCallback(tc, t, args)
+	}
+	for _, cb := range cbs.before {
+		if result != nil || err != nil {
+			break
+		}
+		result, err = cb(tc, t, args)
+	}
+	if result == nil && err == nil {
+		result, err = runTool(tc, st, args)
+	}
+	if err != nil {
+		var alt map[string]any
+		var altErr error
+		if plugins != nil {
+			alt, altErr = plugins.RunOnToolErrorCallback(tc, t, args, err)
+		}
+		for _, cb := range cbs.onError {
+			if alt != nil || altErr != nil {
+				break
+			}
+			alt, altErr = cb(tc, t, args, err)
+		}
+		if alt != nil || altErr != nil {
+			result, err = alt, altErr
+		}
+	}
+	{
+		var alt map[string]any
+		var altErr error
+		if plugins != nil {
+			alt, altErr = plugins.RunAfterToolCallback(tc, t, args, result, err)
+		}
+		for _, cb := range cbs.after {
+			if alt != nil || altErr != nil {
+				break
+			}
+			alt, altErr = cb(tc, t, args, result, err)
+		}
+		if alt != nil || altErr != nil {
+			result, err = alt, altErr
+		}
+	}
+
+	if unsupported := unsupportedActions(tc); len(unsupported) > 0 {
+		return errorResult(&UnsupportedToolActionError{Tool: st.name, Actions: unsupported})
+	}
+	if err == nil && t.IsLongRunning() && len(result) == 0 {
+		return errorResult(&UnsupportedToolActionError{Tool: st.name, Actions: []string{"a long-running operation without an immediate result"}})
+	}
+	tc.merge()
+	if err != nil {
+		return errorResult(err)
+	}
+	return transport.ToolResult{Value: jsonSafe(result)}
+}
+
+// runTool runs the tool, turning a panic into an error.
+func runTool(tc agent.ToolContext, st *surfaceTool, args map[string]any) (result map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("tool %q panicked: %v", st.name, r)
+		}
+	}()
+	return st.tool.Run(tc, args)
+}
+
+// unsupportedActions lists what the call's actions ask for that code
+// cannot honour.
+func unsupportedActions(tc *callContext) []string {
+	tc.exec.mu.Lock()
+	defer tc.exec.mu.Unlock()
+	var out []string
+	a := tc.actions
+	if len(a.RequestedToolConfirmations) > 0 {
+		out = append(out, "tool confirmations")
+	}
+	if a.TransferToAgent != "" {
+		out = append(out, "agent transfer")
+	}
+	if a.Escalate {
+		out = append(out, "escalation")
+	}
+	return out
+}
+
+// errorResult turns err into the failure the sandbox raises: its type is
+// the most specific named Go error type in err's chain, else ToolError.
+func errorResult(err error) transport.ToolResult {
+	return transport.ToolResult{Err: &transport.ErrorInfo{Type: errorType(err), Message: err.Error()}}
+}
+
+// errorType names err for Python: the type name of the first error in its
+// chain that has a meaningful one ("ValidationError", "PathError"), else
+// "ToolError".
+func errorType(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "TimeoutError"
+	}
+	for e := err; e != nil; {
+		t := reflect.TypeOf(e)
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if name := t.Name(); name != "" && isExported(name) && t.PkgPath() != "errors" && t.PkgPath() != "fmt" {
+			return name
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			e = u.Unwrap()
+		default:
+			e = nil
+		}
+	}
+	return "ToolError"
+}
+
+func isExported(name string) bool { return name[0] >= 'A' && name[0] <= 'Z' }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// seconds formats d like "30s" or "1.5s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+}

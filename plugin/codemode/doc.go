@@ -1,0 +1,120 @@
+// Package codemode is Code Mode for ADK Go: the model writes Python that
+// runs in a sandbox and calls the agent's tools as typed functions imported
+// from a generated tools package. One call to a tool from code costs no
+// model round trip, loops and joins happen in Python, and only what the
+// code prints comes back to the model.
+//
+// # Registration
+//
+// [New] returns an ADK plugin; register it on the runner:
+//
+//	p, err := codemode.New(codemode.Config{Tools: []tool.Tool{getWeather, convert}})
+//	if err != nil { ... }
+//	defer p.Close()
+//	r, err := runner.New(runner.Config{
+//		AppName:        "app",
+//		Agent:          rootAgent,
+//		SessionService: session.InMemoryService(),
+//		PluginConfig:   runner.PluginConfig{Plugins: []*plugin.Plugin{p}},
+//	})
+//
+// The agent needs no change. The zero [Config] works: the default backend
+// is the local namespace jail running the host's python3. The tools given
+// to Code Mode are the ones the code may call; give the agent itself only
+// the tools the model should call directly.
+//
+// Agents run without a runner plugin use the callbacks package instead,
+// which wires the same hooks as llmagent callbacks; [NewHooks] is the layer
+// both share.
+//
+// # Hooks
+//
+// The plugin registers four hooks:
+//
+//   - before-run records the agent an invocation starts with (its root);
+//   - before-model runs on every model call of every LLM agent the runner
+//     runs. It resolves the tools (toolsets once per invocation), appends
+//     the <code-mode> block to the system instruction and adds execute_code
+//     to the request, both the declaration the model sees and the tool the
+//     flow runs when the model calls it. It returns (nil, nil), so the model
+//     call always proceeds; if the tools cannot be resolved (a toolset fails,
+//     two tools collide) it returns the error and the model call is skipped.
+//     The block shows the sandbox's Python version and packages from the
+//     first model call on: the backend is probed once per process and the
+//     result cached by [transport.Backend] name;
+//   - after-agent ends the turn when the root agent finishes; it returns
+//     (nil, nil) and never replaces the agent's output;
+//   - after-run ends the turn when the runner finishes the invocation, in
+//     case the run was cut short before the root agent's after-agent hook.
+//
+// Code Mode registers no tool callbacks of its own, so it never vetoes or
+// rewrites a direct tool call.
+//
+// # execute_code and turns
+//
+// execute_code takes one string parameter, code, and returns
+// {"stdout": ..., "stderr": ..., "output_files": [...]}. Code longer than
+// Config.MaxCodeChars is refused before any sandbox starts. A non-zero exit
+// adds "Process exited with code N." to stderr. stdout and stderr are each
+// cut to Config.MaxOutputChars characters: the first 70% and the end, with
+// a note. output_files lists the workspace files the code created or
+// changed (their paths only; they are not saved as artifacts).
+//
+// A turn is one invocation. Its first execute_code call opens a sandbox,
+// which the turn's later calls reuse: variables, imports and files in the
+// working directory carry from one call to the next and are gone in the
+// next turn. Calls of one invocation run one at a time, even when the model
+// issues several in parallel; different invocations have different
+// sandboxes and run concurrently. The turn ends, and its sandbox is closed,
+// when the root agent finishes; an idle reaper closes a turn unused for
+// Config.IdleTimeout in case its end was never seen; Close closes every
+// sandbox and stops the reaper.
+//
+// A block that runs past Config.Timeout is interrupted in place and keeps
+// its variables; one that does not stop within a few seconds is killed and
+// the turn's variables are lost. Either way stderr says so. When the
+// connection to the sandbox is lost, the model is told which of three
+// cases happened: the code did not run (retried once on a fresh sandbox
+// first), it may or may not have run, or it ran but its output was lost.
+// The last two are never retried. A sandbox that speaks another protocol
+// version ends the turn and execute_code returns a
+// [*transport.VersionError].
+//
+// # Tools called from code
+//
+// A tool call from code runs on the host like a direct call of that tool
+// does: arguments are validated against the declared schema, then the
+// runner's plugins' before-tool callbacks run, then the agent's (the first
+// non-nil result or error replaces the call), then the tool, then on an
+// error the plugins' and the agent's on-error callbacks, then the plugins'
+// and the agent's after-tool callbacks. The tool gets an ADK tool context of
+// its own, with the function call id "codemode-<execute_code call id>-<n>".
+// The state it writes and the artifacts it saves are merged into the
+// execute_code call's, so they land on its event and in the session.
+//
+// A failed call raises a Python exception: ToolError, whose str is
+// "<type>: <message>" with the Go error's type name (ValidationError for
+// arguments that do not match the schema), or TimeoutError past the tool's
+// timeout (Config.ToolTimeout, or a lower one passed by the code). A tool
+// that requests a confirmation, an agent transfer or an escalation, or a
+// long-running tool that returns no immediate result, is refused with an
+// [UnsupportedToolActionError]: code cannot wait for a person or hand the
+// conversation over.
+//
+// ADK Go keeps the plugin manager and an agent's tool callbacks internal.
+// Code Mode finds the plugin manager through the invocation's context and
+// an agent's callbacks through the Config that llmagent.New keeps, reading
+// ADK's state without changing it. If either cannot be found with the ADK
+// version in use, calls from code fail with a [*CallbackError] rather than
+// run without the callbacks.
+//
+// # Security
+//
+// The default backend runs each sandbox in fresh Linux namespaces with no
+// network, a read-only root, resource limits, no capabilities and a seccomp
+// filter (see package jail). The unsandboxed backend is for development
+// only: it isolates nothing. The sandbox reaches the host only through the
+// tools given in Config, each call passing through the same callbacks as a
+// direct call, so a policy enforced in a before-tool callback holds for code
+// too. Everything the sandbox sends is treated as hostile input.
+package codemode

@@ -1,0 +1,282 @@
+package codemode
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/model"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// ErrClosed is returned by execute_code once the plugin is closed.
+var ErrClosed = errors.New("codemode: closed")
+
+// engine holds the state shared by the hooks and the execute_code tool: the
+// turns by invocation id and the idle reaper.
+type engine struct {
+	cfg            Config
+	bare           []namespacedTool
+	static         *surface // the surface when there are no toolsets
+	requirePlugins bool     // registered as a runner plugin
+	tool           *execTool
+
+	mu         sync.Mutex
+	turns      map[string]*turn  // by invocation id
+	roots      map[string]string // invocation id → root agent name
+	closed     bool
+	reaperStop chan struct{}
+	reaperDone chan struct{}
+}
+
+// turn is the state of one invocation: its tool surface and its sandbox.
+type turn struct {
+	id string
+
+	exec sync.Mutex // serialises the invocation's execute_code calls
+
+	mu       sync.Mutex // guards the fields below
+	surf     *surface
+	sess     transport.Session
+	running  *execCall
+	inUse    int
+	lastUsed time.Time
+	released bool
+}
+
+func (t *turn) current() *execCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running
+}
+
+func (t *turn) surface() *surface {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.surf
+}
+
+// turnFor returns the turn of an invocation, creating it.
+func (e *engine) turnFor(id string) (*turn, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	t := e.turns[id]
+	if t == nil {
+		t = &turn{id: id, lastUsed: time.Now()}
+		e.turns[id] = t
+		e.startReaperLocked()
+	}
+	return t, nil
+}
+
+// prepare is the before-model hook.
+func (e *engine) prepare(ctx agent.CallbackContext, req *model.LLMRequest) error {
+	s, err := e.surfaceFor(ctx)
+	if err != nil {
+		return err
+	}
+	if !e.cfg.DisableBlock {
+		env := environment(ctx, e.cfg.Backend)
+		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
+	}
+	addTool(req, e.tool)
+	return nil
+}
+
+// surfaceFor resolves the tool surface of ctx's invocation, once.
+func (e *engine) surfaceFor(ctx agent.ReadonlyContext) (*surface, error) {
+	if e.static != nil {
+		return e.static, nil
+	}
+	t, err := e.turnFor(ctx.InvocationID())
+	if err != nil {
+		return nil, err
+	}
+	if s := t.surface(); s != nil {
+		return s, nil
+	}
+	s, err := resolve(ctx, e.bare, e.cfg.Toolsets)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.surf == nil {
+		t.surf = s
+	}
+	return t.surf, nil
+}
+
+// appendInstruction appends text to the request's system instruction,
+// separated from what is there by a blank line.
+func appendInstruction(req *model.LLMRequest, text string) {
+	if text == "" {
+		return
+	}
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	si := req.Config.SystemInstruction
+	if si == nil {
+		req.Config.SystemInstruction = genai.NewContentFromText(text, genai.RoleUser)
+		return
+	}
+	if n := len(si.Parts); n > 0 && si.Parts[n-1] != nil && si.Parts[n-1].Text != "" {
+		si.Parts[n-1].Text = strings.TrimRight(si.Parts[n-1].Text, "\n") + "\n\n" + text
+		return
+	}
+	si.Parts = append(si.Parts, genai.NewPartFromText(text))
+}
+
+// addTool declares t in the request and registers it as the tool the flow
+// runs when the model calls it. A request that has it already is left as
+// it is.
+func addTool(req *model.LLMRequest, t runnableTool) {
+	if req.Tools == nil {
+		req.Tools = map[string]any{}
+	}
+	if _, ok := req.Tools[t.Name()]; ok {
+		return
+	}
+	req.Tools[t.Name()] = t
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	for _, gt := range req.Config.Tools {
+		if gt != nil && gt.FunctionDeclarations != nil {
+			gt.FunctionDeclarations = append(gt.FunctionDeclarations, t.Declaration())
+			return
+		}
+	}
+	req.Config.Tools = append(req.Config.Tools, &genai.Tool{FunctionDeclarations: []*genai.FunctionDeclaration{t.Declaration()}})
+}
+
+// setRoot, root and clearRoot track the agent each invocation started with.
+func (e *engine) setRoot(invocation, agentName string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.roots[invocation] = agentName
+}
+
+func (e *engine) root(invocation string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.roots[invocation]
+	return r, ok
+}
+
+func (e *engine) clearRoot(invocation string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.roots, invocation)
+}
+
+// release ends an invocation's turn and closes its sandbox. It is a no-op
+// for an unknown invocation. A call still running keeps the sandbox until
+// it returns.
+func (e *engine) release(invocation string) {
+	e.mu.Lock()
+	t := e.turns[invocation]
+	delete(e.turns, invocation)
+	e.mu.Unlock()
+	if t != nil {
+		t.release()
+	}
+}
+
+// release closes the turn's sandbox, now or when the call in flight ends.
+func (t *turn) release() {
+	t.mu.Lock()
+	t.released = true
+	var s transport.Session
+	if t.inUse == 0 {
+		s, t.sess = t.sess, nil
+	}
+	t.mu.Unlock()
+	if s != nil {
+		_ = s.Close()
+	}
+}
+
+// close is Hooks.Close.
+func (e *engine) close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	turns := e.turns
+	e.turns = map[string]*turn{}
+	stop, done := e.reaperStop, e.reaperDone
+	e.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	var wg sync.WaitGroup
+	for _, t := range turns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.mu.Lock()
+			t.released = true
+			s := t.sess
+			t.sess = nil
+			t.mu.Unlock()
+			if s != nil {
+				// Closing unblocks a running Exec.
+				_ = s.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// startReaperLocked starts the idle reaper once; e.mu is held.
+func (e *engine) startReaperLocked() {
+	if e.reaperStop != nil {
+		return
+	}
+	e.reaperStop, e.reaperDone = make(chan struct{}), make(chan struct{})
+	every := min(e.cfg.IdleTimeout/2, 30*time.Second)
+	every = max(every, 50*time.Millisecond)
+	go e.reap(every, e.reaperStop, e.reaperDone)
+}
+
+// reap closes the turns that have been idle longer than the idle timeout.
+func (e *engine) reap(every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			var idle []*turn
+			e.mu.Lock()
+			for id, t := range e.turns {
+				t.mu.Lock()
+				if t.inUse == 0 && now.Sub(t.lastUsed) > e.cfg.IdleTimeout {
+					idle = append(idle, t)
+					delete(e.turns, id)
+				}
+				t.mu.Unlock()
+			}
+			e.mu.Unlock()
+			for _, t := range idle {
+				t.release()
+			}
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package codemode
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/tool"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// execTool is the execute_code tool.
+type execTool struct {
+	e    *engine
+	decl *genai.FunctionDeclaration
+}
+
+var (
+	_ tool.Tool    = (*execTool)(nil)
+	_ runnableTool = (*execTool)(nil)
+)
+
+func (t *execTool) Name() string                            { return ToolName }
+func (t *execTool) Description() string                     { return t.decl.Description }
+func (t *execTool) IsLongRunning() bool                     { return false }
+func (t *execTool) Declaration() *genai.FunctionDeclaration { return t.decl }
+
+// Messages the model gets when the connection to the sandbox is lost.
+const (
+	msgNotRun  = "The sandbox could not be reached, so the code did not run. Nothing it would have done has happened; you may run it again."
+	msgUnknown = "The connection to the sandbox was lost while the code was running. It may or may not have run, in part or in whole, and the turn's variables are gone. Check its effects before running anything again."
+	msgRan     = "The code ran, but the connection to the sandbox was lost before its output arrived, and the turn's variables are gone. Do not run it again; check its effects instead."
+)
+
+// Run runs the code in the invocation's sandbox, opening it on the first
+// call of the turn. Calls of one invocation run one at a time.
+func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
+	m, _ := args.(map[string]any)
+	code, ok := m["code"].(string)
+	if !ok {
+		return nil, fmt.Errorf("execute_code: the code argument must be a string, got %T", m["code"])
+	}
+	e := t.e
+	if limit := e.cfg.MaxCodeChars; limit > 0 && len(code) > limit {
+		if n := utf8.RuneCountInString(code); n > limit {
+			return result("", fmt.Sprintf("Code exceeds maximum allowed length (%s > %s chars).", thousands(n), thousands(limit)), nil), nil
+		}
+	}
+	if _, err := e.surfaceFor(ctx); err != nil {
+		return nil, err
+	}
+	tn, err := e.turnFor(ctx.InvocationID())
+	if err != nil {
+		return nil, err
+	}
+	tn.exec.Lock()
+	defer tn.exec.Unlock()
+
+	exec := &execCall{parent: ctx, id: ctx.FunctionCallID()}
+	tn.mu.Lock()
+	if tn.surf == nil {
+		tn.surf = e.static
+	}
+	tn.running = exec
+	tn.inUse++
+	tn.mu.Unlock()
+	defer func() {
+		exec.mu.Lock()
+		exec.closed = true
+		exec.mu.Unlock()
+		tn.mu.Lock()
+		tn.running = nil
+		tn.inUse--
+		tn.lastUsed = time.Now()
+		var s transport.Session
+		if tn.released && tn.inUse == 0 {
+			s, tn.sess = tn.sess, nil
+		}
+		tn.mu.Unlock()
+		if s != nil {
+			_ = s.Close()
+		}
+	}()
+
+	block := transport.Block{Code: code, Timeout: e.cfg.Timeout}
+	var res *transport.Result
+	for attempt := 1; ; attempt++ {
+		sess, err := e.session(ctx, tn)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil, err
+			}
+			if attempt > 1 {
+				return result("", msgNotRun+"\n"+err.Error(), nil), nil
+			}
+			return nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
+		}
+		res, err = sess.Exec(ctx, block)
+		if err == nil {
+			break
+		}
+		var ce *transport.ConnectionError
+		var ve *transport.VersionError
+		switch {
+		case errors.As(err, &ve):
+			tn.discard(sess)
+			return nil, err
+		case errors.As(err, &ce):
+			tn.discard(sess)
+			if e.isClosed() {
+				return nil, ErrClosed
+			}
+			switch ce.Stage {
+			case transport.NotRun:
+				if attempt < 2 {
+					continue
+				}
+				return result("", msgNotRun, nil), nil
+			case transport.Ran:
+				return result("", msgRan, nil), nil
+			default:
+				return result("", msgUnknown, nil), nil
+			}
+		case errors.Is(err, transport.ErrClosed) && e.isClosed():
+			return nil, ErrClosed
+		default:
+			tn.discard(sess)
+			return nil, fmt.Errorf("execute_code: %w", err)
+		}
+	}
+	return e.output(res), nil
+}
+
+// session returns the turn's sandbox, opening it if needed.
+func (e *engine) session(ctx agent.ToolContext, tn *turn) (transport.Session, error) {
+	tn.mu.Lock()
+	s, surf := tn.sess, tn.surf
+	tn.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	if e.isClosed() {
+		return nil, ErrClosed
+	}
+	s, err := e.cfg.Backend.Open(ctx, transport.SessionConfig{Files: surf.files, Tools: handler{e: e, t: tn}})
+	if err != nil {
+		return nil, err
+	}
+	recordEnvironment(e.cfg.Backend, s.Environment())
+	tn.mu.Lock()
+	tn.sess = s
+	tn.mu.Unlock()
+	// Close may have run meanwhile and missed this session.
+	if e.isClosed() {
+		tn.discard(s)
+		return nil, ErrClosed
+	}
+	return s, nil
+}
+
+// discard closes s if it is still the turn's sandbox.
+func (t *turn) discard(s transport.Session) {
+	t.mu.Lock()
+	if t.sess == s {
+		t.sess = nil
+	}
+	t.mu.Unlock()
+	_ = s.Close()
+}
+
+func (e *engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// output shapes a block's result for the model.
+func (e *engine) output(res *transport.Result) map[string]any {
+	stderr := res.Stderr
+	if res.ExitCode != 0 {
+		if s := strings.TrimRight(stderr, " \t\r\n"); s != "" {
+			stderr = s + "\n"
+		} else {
+			stderr = ""
+		}
+		stderr += fmt.Sprintf("Process exited with code %d.", res.ExitCode)
+	}
+	files := make([]string, 0, len(res.Files))
+	for _, f := range res.Files {
+		files = append(files, f.Path)
+	}
+	return result(boundOutput(res.Stdout, e.cfg.MaxOutputChars), boundOutput(stderr, e.cfg.MaxOutputChars), files)
+}
+
+func result(stdout, stderr string, files []string) map[string]any {
+	if files == nil {
+		files = []string{}
+	}
+	return map[string]any{"stdout": stdout, "stderr": stderr, "output_files": files}
+}

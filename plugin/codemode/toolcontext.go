@@ -1,0 +1,181 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"maps"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/artifact"
+	"google.golang.org/adk/session"
+	"google.golang.org/adk/tool/toolconfirmation"
+)
+
+// execCall is one execute_code call in flight: the tool context ADK gave
+// it, which the tool calls made by its code derive theirs from. mu guards
+// the parent context's actions and state, which tool calls running in
+// parallel share.
+type execCall struct {
+	parent agent.ToolContext
+	id     string // execute_code's function call id
+
+	mu     sync.Mutex
+	n      int
+	closed bool // the execute_code call returned; late effects are dropped
+}
+
+// nextID returns the synthetic function call id of the next tool call.
+func (c *execCall) nextID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return "codemode-" + c.id + "-" + itoa(c.n)
+}
+
+// callContext is the ADK tool context of one tool call made from code. It
+// reads through to the execute_code call's context, keeps its own actions,
+// and is merged back into execute_code's actions when the call finishes.
+type callContext struct {
+	agent.ToolContext // the execute_code call's context, for values and identity
+	run               context.Context
+	exec              *execCall
+	id                string
+	actions           *session.EventActions
+}
+
+var _ agent.ToolContext = (*callContext)(nil)
+
+func newCallContext(run context.Context, exec *execCall, id string) *callContext {
+	return &callContext{
+		ToolContext: exec.parent,
+		run:         run,
+		exec:        exec,
+		id:          id,
+		actions:     &session.EventActions{StateDelta: map[string]any{}, ArtifactDelta: map[string]int64{}},
+	}
+}
+
+// Deadline, Done and Err follow the call's own context, which ends when the
+// sandbox abandons the call or its timeout passes; Value reads through to
+// the invocation.
+func (c *callContext) Deadline() (time.Time, bool) { return c.run.Deadline() }
+func (c *callContext) Done() <-chan struct{}       { return c.run.Done() }
+func (c *callContext) Err() error                  { return c.run.Err() }
+
+func (c *callContext) FunctionCallID() string         { return c.id }
+func (c *callContext) Actions() *session.EventActions { return c.actions }
+
+func (c *callContext) ToolConfirmation() *toolconfirmation.ToolConfirmation { return nil }
+
+// RequestConfirmation records the request like ADK does; a call that makes
+// one is then refused, since code cannot wait for a person.
+func (c *callContext) RequestConfirmation(hint string, payload any) error {
+	c.exec.mu.Lock()
+	defer c.exec.mu.Unlock()
+	if c.actions.RequestedToolConfirmations == nil {
+		c.actions.RequestedToolConfirmations = map[string]toolconfirmation.ToolConfirmation{}
+	}
+	c.actions.RequestedToolConfirmations[c.id] = toolconfirmation.ToolConfirmation{Hint: hint, Payload: payload}
+	c.actions.SkipSummarization = true
+	return nil
+}
+
+func (c *callContext) State() session.State { return callState{c} }
+
+func (c *callContext) Artifacts() agent.Artifacts {
+	a := c.exec.parent.Artifacts()
+	if a == nil {
+		return nil
+	}
+	return callArtifacts{c: c, inner: a}
+}
+
+// callState reads the call's own writes first, then the execute_code
+// call's state; writes stay in the call's delta until it is merged.
+type callState struct{ c *callContext }
+
+func (s callState) Get(key string) (any, error) {
+	s.c.exec.mu.Lock()
+	defer s.c.exec.mu.Unlock()
+	if v, ok := s.c.actions.StateDelta[key]; ok {
+		return v, nil
+	}
+	return s.c.exec.parent.State().Get(key)
+}
+
+func (s callState) Set(key string, val any) error {
+	s.c.exec.mu.Lock()
+	defer s.c.exec.mu.Unlock()
+	s.c.actions.StateDelta[key] = val
+	return nil
+}
+
+func (s callState) All() iter.Seq2[string, any] {
+	s.c.exec.mu.Lock()
+	all := map[string]any{}
+	for k, v := range s.c.exec.parent.State().All() {
+		all[k] = v
+	}
+	maps.Copy(all, s.c.actions.StateDelta)
+	s.c.exec.mu.Unlock()
+	return maps.All(all)
+}
+
+// callArtifacts saves through the execute_code call's artifacts, so the
+// versions land on its event, and records them in the call's own delta.
+type callArtifacts struct {
+	c     *callContext
+	inner agent.Artifacts
+}
+
+func (a callArtifacts) Save(ctx context.Context, name string, data *genai.Part) (*artifact.SaveResponse, error) {
+	a.c.exec.mu.Lock()
+	defer a.c.exec.mu.Unlock()
+	if a.c.exec.closed {
+		return nil, errors.New("codemode: the execute_code call that made this tool call has ended")
+	}
+	resp, err := a.inner.Save(ctx, name, data)
+	if err == nil && resp != nil {
+		a.c.actions.ArtifactDelta[name] = max(a.c.actions.ArtifactDelta[name], resp.Version)
+	}
+	return resp, err
+}
+
+func (a callArtifacts) List(ctx context.Context) (*artifact.ListResponse, error) {
+	return a.inner.List(ctx)
+}
+
+func (a callArtifacts) Load(ctx context.Context, name string) (*artifact.LoadResponse, error) {
+	return a.inner.Load(ctx, name)
+}
+
+func (a callArtifacts) LoadVersion(ctx context.Context, name string, version int) (*artifact.LoadResponse, error) {
+	return a.inner.LoadVersion(ctx, name, version)
+}
+
+// merge folds the call's state and artifact deltas into the execute_code
+// call's, so they land on its event. Actions that code cannot honour are
+// checked before and never merged.
+func (c *callContext) merge() {
+	c.exec.mu.Lock()
+	defer c.exec.mu.Unlock()
+	if c.exec.closed {
+		return
+	}
+	st := c.exec.parent.State()
+	for k, v := range c.actions.StateDelta {
+		_ = st.Set(k, v)
+	}
+	pa := c.exec.parent.Actions()
+	for k, v := range c.actions.ArtifactDelta {
+		if pa.ArtifactDelta == nil {
+			pa.ArtifactDelta = map[string]int64{}
+		}
+		pa.ArtifactDelta[k] = max(pa.ArtifactDelta[k], v)
+	}
+}

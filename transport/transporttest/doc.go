@@ -1,0 +1,14 @@
+// Package transporttest is the shared test suite of the [transport.Backend]
+// contract. Every backend runs it from its own tests:
+//
+//	func TestBackend(t *testing.T) {
+//		transporttest.Run(t, func(t *testing.T) transport.Backend { return &jail.Backend{} })
+//	}
+//
+// The suite starts real sessions with a real Python interpreter and checks
+// what a caller relies on: state across blocks, output capture (including
+// child processes), exit codes and tracebacks, the environment allowlist,
+// tool calls (concurrent, failing, cancelled), timeouts that keep state,
+// resets after the grace period, output bounds, workspace files, worker
+// crashes and Close.
+package transporttest
