@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/adk-codemode/codemode/transport"
@@ -32,6 +33,12 @@ type Config struct {
 	// MaxFiles bounds the workspace entries examined after a block. Zero
 	// means 100,000.
 	MaxFiles int `json:"max_files,omitempty"`
+	// SysPath, if set, is the interpreter's sys.path as the site module
+	// builds it (see [ProbeSysPath]). The worker then starts without
+	// site, which is much faster; the builtins that site adds (exit,
+	// quit, help, ...) are still there. The .pth files' import lines are
+	// not run.
+	SysPath []string `json:"sys_path,omitempty"`
 	// StartTimeout bounds the worker's start. Zero means 30s.
 	StartTimeout time.Duration `json:"start_timeout,omitempty"`
 }
@@ -68,9 +75,14 @@ type server struct {
 	reaper reaper
 	w      *worker
 	files  *tracker
+	// mu guards the relay state, which the frame readers use directly so
+	// that a tool call and its result never wait for the main loop.
+	mu sync.Mutex
 	// pending tool calls relayed to the host and not yet answered
 	pending map[string]bool
-	cur     *block
+	// stopping: the running block is being interrupted; no new calls
+	stopping bool
+	cur      *block
 }
 
 // block is the state of the running block.
@@ -125,6 +137,10 @@ func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error {
 	go func() {
 		for {
 			f, err := conn.Read()
+			if r, ok := f.(*transport.ToolResultFrame); ok && err == nil {
+				s.relayResult(r)
+				continue
+			}
 			select {
 			case hostFrames <- workerFrame{f: f, err: err}:
 			case <-stopHost:
@@ -181,12 +197,6 @@ func (s *server) onHostFrame(f transport.Frame) (stop bool, err error) {
 			return true, s.fail("the host sent a run frame while block %s was running", s.cur.id)
 		}
 		return false, s.startBlock(f)
-	case *transport.ToolResultFrame:
-		if !s.pending[f.ID] {
-			return false, nil // cancelled or unknown: drop
-		}
-		delete(s.pending, f.ID)
-		return false, s.toWorker(f)
 	case *transport.InterruptFrame:
 		if s.cur != nil && !s.cur.stopping {
 			s.beginStop(f.Message)
@@ -253,6 +263,9 @@ func (s *server) beginStop(message string) {
 	b := s.cur
 	b.stopping = true
 	b.note = message
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
 	s.interruptWorker(s.w)
 	s.cancelPending()
 	if b.timer != nil {
@@ -262,9 +275,51 @@ func (s *server) beginStop(message string) {
 	b.ticker = time.NewTicker(resignalEvery)
 }
 
+// relayCall passes a tool call from the worker to the host. It runs on the
+// worker's frame reader.
+func (s *server) relayCall(w *worker, f *transport.ToolCallFrame) {
+	s.mu.Lock()
+	var refuse *transport.ErrorInfo
+	switch {
+	case len(s.pending) >= maxPending:
+		refuse = &transport.ErrorInfo{Type: "ToolError", Message: "too many tool calls in flight"}
+	case s.stopping:
+		refuse = &transport.ErrorInfo{Type: "TimeoutError", Message: "the code is being stopped; no new tool calls"}
+	case s.pending[f.ID]:
+		refuse = &transport.ErrorInfo{Type: "ProtocolError", Message: "duplicate tool call id"}
+	default:
+		s.pending[f.ID] = true
+	}
+	s.mu.Unlock()
+	if refuse != nil {
+		_ = w.ctl.Write(&transport.ToolResultFrame{ID: f.ID, Error: refuse})
+		return
+	}
+	_ = s.host.Write(f)
+}
+
+// relayResult passes a tool result from the host to the worker, unless the
+// call was cancelled meanwhile. It runs on the host's frame reader.
+func (s *server) relayResult(f *transport.ToolResultFrame) {
+	s.mu.Lock()
+	ok := s.pending[f.ID]
+	delete(s.pending, f.ID)
+	w := s.w
+	s.mu.Unlock()
+	if ok {
+		_ = w.ctl.Write(f)
+	}
+}
+
 func (s *server) cancelPending() {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.pending))
 	for id := range s.pending {
-		delete(s.pending, id)
+		ids = append(ids, id)
+	}
+	s.pending = make(map[string]bool)
+	s.mu.Unlock()
+	for _, id := range ids {
 		_ = s.host.Write(&transport.CancelFrame{ID: id, Reason: "the code was stopped"})
 		_ = s.toWorker(&transport.ToolResultFrame{ID: id, Error: &transport.ErrorInfo{
 			Type: "TimeoutError", Message: "the tool call was cancelled because the code was stopped",
@@ -288,12 +343,15 @@ func (s *server) reset(note string, exitCode int) error {
 	s.killWorker(old) // waits for the streams to end
 	stdout, outDropped := old.stdout.take()
 	stderr, errDropped := old.stderr.take()
-	s.pending = make(map[string]bool)
 	w, err := s.startWorker()
 	if err != nil {
 		return s.fail("%v", err)
 	}
+	s.mu.Lock()
+	s.pending = make(map[string]bool)
+	s.stopping = false
 	s.w = w
+	s.mu.Unlock()
 	s.stopTimers()
 	s.cur = nil
 	if b == nil {
@@ -341,15 +399,6 @@ func (s *server) onWorkerFrame(wf workerFrame) error {
 		return s.reset(note, 1)
 	}
 	switch f := wf.f.(type) {
-	case *transport.ToolCallFrame:
-		if len(s.pending) >= maxPending {
-			return s.toWorker(&transport.ToolResultFrame{ID: f.ID, Error: &transport.ErrorInfo{Type: "ToolError", Message: "too many tool calls in flight"}})
-		}
-		if s.cur != nil && s.cur.stopping {
-			return s.toWorker(&transport.ToolResultFrame{ID: f.ID, Error: &transport.ErrorInfo{Type: "TimeoutError", Message: "the code is being stopped; no new tool calls"}})
-		}
-		s.pending[f.ID] = true
-		return s.host.Write(f)
 	case *transport.LogFrame:
 		return s.host.Write(f)
 	case *transport.DoneFrame:
@@ -366,6 +415,9 @@ func (s *server) finish(d *transport.DoneFrame) error {
 	b := s.cur
 	s.stopTimers()
 	s.cur = nil
+	s.mu.Lock()
+	s.stopping = false
+	s.mu.Unlock()
 	deadline := time.NewTimer(markerWait)
 	defer deadline.Stop()
 	for _, seen := range []<-chan struct{}{b.outSeen, b.errSeen} {

@@ -30,6 +30,12 @@ func init() {
 	os.Exit(stageMain(os.Args[1:]))
 }
 
+// RunStage runs the sandbox server as the current process would when
+// started under [Stage]: argv is [Stage, config JSON] and fd 3 is the host
+// connection. It returns the exit code. Jails that run the server in their
+// own init process call it.
+func RunStage(argv []string) int { return stageMain(argv[1:]) }
+
 func stageMain(args []string) int {
 	// Nothing in the sandbox may read this process's memory or attach to
 	// it, even with the same uid.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,6 +75,17 @@ func (s *server) startWorker() (*worker, error) {
 		env = append(env, "CODEMODE_FILES_DIR="+s.cfg.FilesDir)
 	}
 	argv := []string{s.cfg.Python, "-I", "-B", "-c", runnerSource}
+	if len(s.cfg.SysPath) > 0 {
+		// The site module's work was done once, by SysPath's probe: skip
+		// it, which saves a good part of the interpreter's start-up.
+		b, err := json.Marshal(s.cfg.SysPath)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		env = append(env, "CODEMODE_SYS_PATH="+string(b))
+		argv = []string{s.cfg.Python, "-I", "-B", "-S", "-c", runnerSource}
+	}
 	s.reaper.mu.Lock() // the reaper must not miss the exit of a fresh pid
 	proc, err := os.StartProcess(s.cfg.Python, argv, &os.ProcAttr{
 		Dir:   s.cfg.Workdir,
@@ -98,7 +110,7 @@ func (s *server) startWorker() (*worker, error) {
 	w.stdout = newCapture(outR, s.cfg.MaxOutputBytes)
 	w.stderr = newCapture(errR, s.cfg.MaxOutputBytes)
 	w.ctl = transport.NewConn(ctlR, inW, multiCloser{ctlR, inW}, transport.MaxFrameSize)
-	go w.readFrames()
+	go w.readFrames(s.relayCall)
 
 	timer := time.NewTimer(s.cfg.StartTimeout)
 	defer timer.Stop()
@@ -126,9 +138,15 @@ func (s *server) startWorker() (*worker, error) {
 	return nil, errors.New(msg)
 }
 
-func (w *worker) readFrames() {
+// readFrames reads the worker's frames. Tool calls go straight to relay;
+// everything else to the main loop.
+func (w *worker) readFrames(relay func(*worker, *transport.ToolCallFrame)) {
 	for {
 		f, err := w.ctl.Read()
+		if c, ok := f.(*transport.ToolCallFrame); ok && err == nil {
+			relay(w, c)
+			continue
+		}
 		select {
 		case w.frames <- workerFrame{f: f, err: err}:
 		case <-w.quit:

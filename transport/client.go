@@ -114,17 +114,24 @@ func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOp
 // Environment reports the sandbox's interpreter.
 func (c *Client) Environment() Environment { return c.env }
 
+// readLoop reads frames. Exactly one goroutine reads at a time: on a tool
+// call, the reader hands reading over to a fresh goroutine and runs the
+// call itself, so a call starts without waiting for another thread.
 func (c *Client) readLoop() {
-	defer close(c.readerEnd)
 	for {
 		f, err := c.conn.Read()
 		if err != nil {
 			c.readerErr = err
+			close(c.readerEnd)
 			return
 		}
 		switch f := f.(type) {
 		case *ToolCallFrame:
-			c.startCall(f)
+			if run := c.startCall(f); run != nil {
+				go c.readLoop()
+				run()
+				return
+			}
 		case *CancelFrame:
 			c.callsMu.Lock()
 			if cancel, ok := c.calls[f.ID]; ok {
@@ -138,13 +145,16 @@ func (c *Client) readLoop() {
 			case c.replies <- f:
 			default:
 				c.readerErr = fmt.Errorf("%w: unexpected %s frame", ErrProtocol, f.Kind())
+				close(c.readerEnd)
 				return
 			}
 		case *ErrorFrame:
 			c.readerErr = fmt.Errorf("transport: the sandbox failed: %s", truncate(f.Message, 4096))
+			close(c.readerEnd)
 			return
 		default:
 			c.readerErr = fmt.Errorf("%w: the sandbox sent a %s frame, which only a host sends", ErrProtocol, f.Kind())
+			close(c.readerEnd)
 			return
 		}
 	}
@@ -163,7 +173,9 @@ func (c *Client) log(f *LogFrame) {
 	c.opts.Logger.Log(c.ctx, level, "sandbox: "+truncate(f.Msg, 4096))
 }
 
-func (c *Client) startCall(f *ToolCallFrame) {
+// startCall admits a tool call and returns the function that runs it, or
+// nil if the call was refused.
+func (c *Client) startCall(f *ToolCallFrame) (run func()) {
 	// The reader never writes itself: a sandbox that writes without
 	// reading must not be able to stall it.
 	fail := func(typ, msg string) {
@@ -171,13 +183,13 @@ func (c *Client) startCall(f *ToolCallFrame) {
 	}
 	if f.ID == "" || len(f.ID) > maxCallID {
 		fail("ProtocolError", "tool call id must be 1 to 128 characters")
-		return
+		return nil
 	}
 	select {
 	case c.sem <- struct{}{}:
 	default:
 		fail("ToolError", fmt.Sprintf("too many tool calls in flight (limit %d); wait for some to finish", c.cfg.MaxConcurrentCalls))
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	if f.TimeoutMS > 0 {
@@ -189,12 +201,12 @@ func (c *Client) startCall(f *ToolCallFrame) {
 		cancel()
 		<-c.sem
 		fail("ProtocolError", "duplicate tool call id "+strconv.Quote(f.ID))
-		return
+		return nil
 	}
 	c.calls[f.ID] = cancel
 	c.callsMu.Unlock()
 
-	go func() {
+	return func() {
 		defer func() {
 			c.callsMu.Lock()
 			delete(c.calls, f.ID)
@@ -215,7 +227,7 @@ func (c *Client) startCall(f *ToolCallFrame) {
 				Type: "ToolError", Message: fmt.Sprintf("the result of %s could not be sent to the sandbox: %v", truncate(f.Name, 200), err),
 			}})
 		}
-	}()
+	}
 }
 
 func (c *Client) runCall(ctx context.Context, call ToolCall) (res ToolResult) {

@@ -328,40 +328,161 @@ func Decode(line []byte) (Frame, error) {
 }
 
 // splitObject reads the top-level keys of a JSON object, rejecting
-// duplicates and trailing data.
+// duplicates and trailing data. It scans the object itself, which is much
+// cheaper than json.Decoder's token stream; each value is checked when it
+// is decoded into its field.
 func splitObject(data []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, protocolErrorf("invalid JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, protocolErrorf("frame is not a JSON object")
-	}
-	raw := make(map[string]json.RawMessage)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, protocolErrorf("invalid JSON: %v", err)
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		if i < len(data) && (data[i] == '[' || data[i] == '"' || data[i] == 't' || data[i] == 'f' || data[i] == 'n' || data[i] == '-' || (data[i] >= '0' && data[i] <= '9')) {
+			return nil, protocolErrorf("frame is not a JSON object")
 		}
-		key, _ := tok.(string)
+		return nil, protocolErrorf("invalid JSON")
+	}
+	raw := make(map[string]json.RawMessage, 8)
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return raw, finish(data, i+1)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return nil, protocolErrorf("invalid JSON: expected a key")
+		}
+		end, err := scanString(data, i)
+		if err != nil {
+			return nil, err
+		}
+		var key string
+		if bytes.IndexByte(data[i:end], '\\') < 0 {
+			key = string(data[i+1 : end-1])
+		} else if err := json.Unmarshal(data[i:end], &key); err != nil {
+			return nil, protocolErrorf("invalid JSON: bad key")
+		}
 		if _, dup := raw[key]; dup {
 			return nil, protocolErrorf("duplicate key %q", truncate(key, 64))
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, protocolErrorf("invalid JSON: %v", err)
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return nil, protocolErrorf("invalid JSON: expected ':'")
 		}
-		raw[key] = v
+		i = skipSpace(data, i+1)
+		vend, err := scanValue(data, i, 0)
+		if err != nil {
+			return nil, err
+		}
+		raw[key] = data[i:vend:vend]
+		i = skipSpace(data, vend)
+		if i >= len(data) {
+			return nil, protocolErrorf("invalid JSON: unterminated object")
+		}
+		if data[i] == '}' {
+			return raw, finish(data, i+1)
+		}
+		if data[i] != ',' {
+			return nil, protocolErrorf("invalid JSON: expected ',' or '}'")
+		}
+		i = skipSpace(data, i+1)
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, protocolErrorf("invalid JSON: %v", err)
+}
+
+func finish(data []byte, i int) error {
+	if skipSpace(data, i) != len(data) {
+		return protocolErrorf("data after the frame object")
 	}
-	if _, err := dec.Token(); err == nil || dec.More() {
-		return nil, protocolErrorf("data after the frame object")
+	return nil
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
 	}
-	return raw, nil
+	return i
+}
+
+// scanString returns the index just past the JSON string starting at i.
+func scanString(data []byte, i int) (int, error) {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		default:
+			if data[j] < 0x20 {
+				return 0, protocolErrorf("invalid JSON: control character in string")
+			}
+		}
+	}
+	return 0, protocolErrorf("invalid JSON: unterminated string")
+}
+
+// maxNesting bounds how deeply a frame's values may nest.
+const maxNesting = 1000
+
+// scanValue returns the index just past the JSON value starting at i. It
+// checks the structure; the decoding into a field checks the rest.
+func scanValue(data []byte, i, depth int) (int, error) {
+	if depth > maxNesting {
+		return 0, protocolErrorf("invalid JSON: nested too deeply")
+	}
+	if i >= len(data) {
+		return 0, protocolErrorf("invalid JSON: missing value")
+	}
+	switch c := data[i]; {
+	case c == '"':
+		return scanString(data, i)
+	case c == '{' || c == '[':
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		j := skipSpace(data, i+1)
+		if j < len(data) && data[j] == closer {
+			return j + 1, nil
+		}
+		for {
+			var err error
+			if c == '{' {
+				if j >= len(data) || data[j] != '"' {
+					return 0, protocolErrorf("invalid JSON: expected a key")
+				}
+				if j, err = scanString(data, j); err != nil {
+					return 0, err
+				}
+				j = skipSpace(data, j)
+				if j >= len(data) || data[j] != ':' {
+					return 0, protocolErrorf("invalid JSON: expected ':'")
+				}
+				j = skipSpace(data, j+1)
+			}
+			if j, err = scanValue(data, j, depth+1); err != nil {
+				return 0, err
+			}
+			j = skipSpace(data, j)
+			if j >= len(data) {
+				return 0, protocolErrorf("invalid JSON: unterminated value")
+			}
+			if data[j] == closer {
+				return j + 1, nil
+			}
+			if data[j] != ',' {
+				return 0, protocolErrorf("invalid JSON: expected ',' or '%c'", closer)
+			}
+			j = skipSpace(data, j+1)
+		}
+	default:
+		j := i
+		for j < len(data) && !strings.ContainsRune(" \t\r\n,]}:", rune(data[j])) {
+			j++
+		}
+		if j == i {
+			return 0, protocolErrorf("invalid JSON: unexpected %q", data[i])
+		}
+		if !json.Valid(data[i:j]) {
+			return 0, protocolErrorf("invalid JSON: bad literal %q", truncate(string(data[i:j]), 32))
+		}
+		return j, nil
+	}
 }
 
 func fillFields(what string, raw map[string]json.RawMessage, fields []field) error {

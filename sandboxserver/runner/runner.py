@@ -3,15 +3,17 @@
 #
 # fds: 0 /dev/null, 1 and 2 pipes the server captures, 3 frames from the
 # server, 4 frames to the server. Frames are JSON lines.
+#
+# Start-up time matters (a sandbox starts per agent turn), so this file
+# imports only built-in modules at start: JSON goes through the _json
+# accelerator directly, locks through _thread, signals through _signal.
+# traceback and linecache are imported the first time a block fails.
+import _json
+import _signal
+import _thread
 import builtins
-import json
-import linecache
 import os
-import signal
 import sys
-import threading
-import traceback
-import types
 
 _RFD, _WFD = 3, 4
 _FILENAME = "<code-mode>"
@@ -49,6 +51,90 @@ class HTTPStatusError(ToolError):
         self.body = body
 
 
+# --- JSON ------------------------------------------------------------------
+
+
+class _ScanContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+
+    @staticmethod
+    def parse_constant(name):
+        raise ValueError(f"invalid JSON constant {name}")
+
+
+_scan = _json.make_scanner(_ScanContext())
+
+
+def _loads(text):
+    obj, end = _scan(text, 0)
+    if text[end:].strip():
+        raise ValueError("data after the JSON value")
+    return obj
+
+
+def _json_default(o):
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        import base64
+
+        return {"kind": "bytes", "data": base64.b64encode(bytes(o)).decode("ascii"), "encoding": "base64"}
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if hasattr(o, "isoformat"):
+        return o.isoformat()
+    return repr(o)
+
+
+# ensure_ascii off, compact separators, no NaN (it is not JSON).
+_encode = _json.make_encoder({}, _json_default, _json.encode_basestring, None, ":", ",", False, False, False)
+
+
+def _dumps(obj):
+    return "".join(_encode(obj, 0))
+
+
+# --- control channel ---------------------------------------------------------
+
+
+class _Cond:
+    """A condition variable over _thread locks."""
+
+    def __init__(self):
+        self._lock = _thread.allocate_lock()
+        self._waiters = []
+
+    def __enter__(self):
+        self._lock.acquire()
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+    def wait(self):
+        w = _thread.allocate_lock()
+        w.acquire()
+        self._waiters.append(w)
+        self._lock.release()
+        try:
+            w.acquire()
+        finally:
+            self._lock.acquire()
+            try:
+                self._waiters.remove(w)
+            except ValueError:
+                pass
+
+    def notify_all(self):
+        for w in self._waiters:
+            try:
+                w.release()
+            except RuntimeError:
+                pass
+        self._waiters = []
+
+
 class _Channel:
     """Frames to and from the server, shared by every thread.
 
@@ -60,8 +146,8 @@ class _Channel:
     def __init__(self, rfd, wfd):
         self._rfd = rfd
         self._wfd = wfd
-        self._wlock = threading.Lock()
-        self._cond = threading.Condition(threading.Lock())
+        self._wlock = _thread.allocate_lock()
+        self._cond = _Cond()
         self._reading = False
         self._buf = bytearray()
         self._results = {}
@@ -71,21 +157,8 @@ class _Channel:
         self._seq = 0
         self._prefix = os.urandom(6).hex()
 
-    def send(self, frame):
-        data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=_json_default).encode(
-            "utf-8", "surrogatepass"
-        ) + b"\n"
-        with self._wlock:
-            view = memoryview(data)
-            while view:
-                try:
-                    n = os.write(self._wfd, view)
-                except BrokenPipeError:
-                    raise ProtocolError("the host closed the control pipe") from None
-                view = view[n:]
-
     def send_line(self, line):
-        data = line.encode("utf-8")
+        data = line.encode("utf-8", "surrogatepass") + b"\n"
         with self._wlock:
             view = memoryview(data)
             while view:
@@ -99,9 +172,9 @@ class _Channel:
         while True:
             i = self._buf.find(b"\n")
             if i >= 0:
-                line = bytes(self._buf[:i])
+                line = self._buf[:i].decode("utf-8", "replace")
                 del self._buf[: i + 1]
-                return json.loads(line)
+                return _loads(line)
             if len(self._buf) > _MAX_LINE:
                 raise ProtocolError("control frame too large")
             chunk = os.read(self._rfd, 1 << 16)
@@ -162,7 +235,7 @@ class _Channel:
         if timeout is not None:
             frame["timeout_ms"] = max(1, int(float(timeout) * 1000))
         try:
-            self.send(frame)
+            self.send_line(_dumps(frame))
             res = self.wait_for(lambda: self._results.pop(cid, None))
         finally:
             with self._cond:
@@ -183,23 +256,11 @@ class _Channel:
         return self.wait_for(lambda: self._runs.pop(0) if self._runs else None)
 
 
-def _json_default(o):
-    if isinstance(o, (bytes, bytearray, memoryview)):
-        import base64
-
-        return {"kind": "bytes", "data": base64.b64encode(bytes(o)).decode("ascii"), "encoding": "base64"}
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    if hasattr(o, "isoformat"):
-        return o.isoformat()
-    return repr(o)
-
-
 _chan = _Channel(_RFD, _WFD)
 
 
 def _runtime_module():
-    m = types.ModuleType("codemode_runtime", "Calls from sandbox code to the host's tools.")
+    m = type(sys)("codemode_runtime", "Calls from sandbox code to the host's tools.")
 
     def call(name, args, timeout=None):
         """Call the host tool `name` with `args` and return its result."""
@@ -213,6 +274,8 @@ def _runtime_module():
         cls.__module__ = "codemode_runtime"
     return m
 
+
+# --- environment -------------------------------------------------------------
 
 # Environment variables user code may see; everything else is removed.
 _ENV_ALLOW = {
@@ -230,30 +293,88 @@ def _clean_env():
 _DENY_DISTS = {"pip", "setuptools", "wheel"}
 
 
+def _headers(path):
+    """Name and Version from a METADATA or PKG-INFO file."""
+    name = version = None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                if line.startswith("Name:") and name is None:
+                    name = line[5:].strip()
+                elif line.startswith("Version:") and version is None:
+                    version = line[8:].strip()
+    except OSError:
+        pass
+    return name, version
+
+
+def _read_lines(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError:
+        return None
+
+
+def _top_level(d, egg):
+    """The import names a distribution provides: top_level.txt, else the
+    top-level .py paths of its file list (as importlib.metadata infers)."""
+    declared = _read_lines(os.path.join(d, "top_level.txt"))
+    if declared:
+        return {n.strip() for n in declared if n.strip()}
+    files = _read_lines(os.path.join(d, "SOURCES.txt" if egg else "RECORD")) or []
+    out = set()
+    for line in files:
+        p = line.split(",", 1)[0] if not egg else line
+        if not p.endswith(".py"):
+            continue
+        parts = [x for x in p.split("/") if x]
+        if not parts:
+            continue
+        out.add(parts[0] if len(parts) > 1 else parts[0][:-3])
+    return out
+
+
 def _packages():
-    try:
-        from importlib import metadata
-    except ImportError:
-        return {}
+    """The import-name report: {import name: {distribution: version}}.
+
+    It follows importlib.metadata's packages_distributions() over the
+    distributions on sys.path, without importing importlib.metadata (which
+    costs more than the whole rest of the start-up).
+    """
     versions = {}
-    for d in metadata.distributions():
+    providers = {}
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
         try:
-            name = d.metadata["Name"]
-        except Exception:
+            names = sorted(os.listdir(entry))
+        except OSError:
             continue
-        if not name or name.casefold() in _DENY_DISTS:
-            continue
-        versions.setdefault(name.casefold(), (name, d.version))
+        for n in names:
+            if n.endswith(".dist-info"):
+                egg, meta = False, "METADATA"
+            elif n.endswith(".egg-info"):
+                egg, meta = True, "PKG-INFO"
+            else:
+                continue
+            d = os.path.join(entry, n)
+            if not os.path.isdir(d):
+                continue
+            name, version = _headers(os.path.join(d, meta))
+            if not name:
+                continue
+            versions.setdefault(name.casefold(), (name, version or ""))
+            for imp in _top_level(d, egg):
+                providers.setdefault(imp, set()).add(name)
     report = {}
-    try:
-        mapping = metadata.packages_distributions()
-    except Exception:
-        return {}
-    for imp in sorted(mapping, key=lambda s: (s.casefold(), s)):
-        if imp.startswith("_") or imp.startswith("__"):
-            continue
+    for imp in sorted(providers, key=lambda s: (s.casefold(), s)):
         provs = {}
-        for dist in sorted(set(mapping[imp]), key=lambda s: (s.casefold(), s)):
+        for dist in sorted(providers[imp], key=lambda s: (s.casefold(), s)):
+            if dist.casefold() in _DENY_DISTS:
+                continue
             v = versions.get(dist.casefold())
             if v:
                 provs[v[0]] = v[1]
@@ -262,14 +383,31 @@ def _packages():
     return report
 
 
+# --- blocks ------------------------------------------------------------------
+
+
 class _State:
     running = False
     reason = ""
+    code = ""
 
 
 def _on_signal(signum, frame):
     if _State.running:
         raise CodeTimeout(_State.reason or "the code was interrupted")
+
+
+def _install_handlers():
+    for sig in (_signal.SIGUSR1, _signal.SIGINT):
+        if _signal.getsignal(sig) is not _on_signal:
+            _signal.signal(sig, _on_signal)
+
+
+def _register_source():
+    import linecache
+
+    code = _State.code
+    linecache.cache[_FILENAME] = (len(code), None, code.splitlines(True), _FILENAME)
 
 
 def _exit_code(e):
@@ -279,7 +417,7 @@ def _exit_code(e):
     if isinstance(code, bool):
         return int(code)
     if isinstance(code, int):
-        return code & 0xFF if code >= 0 else (256 + code) & 0xFF
+        return code & 0xFF
     try:
         print(code, file=sys.stderr)
     except Exception:
@@ -287,13 +425,17 @@ def _exit_code(e):
     return 1
 
 
-def _print_exception(e):
+def _print_exception(e, drop_runner=True):
     # Drop the runner's own frames so the traceback shows only user code
     # and the modules it called.
-    runner = _print_exception.__code__.co_filename
     try:
+        _register_source()
+        import traceback
+
+        runner = _print_exception.__code__.co_filename
         te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
-        te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != runner])
+        if drop_runner:
+            te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != runner])
         sys.stderr.write("".join(te.format()))
     except Exception:
         sys.stderr.write(f"{type(e).__name__}: {e}\n")
@@ -301,11 +443,13 @@ def _print_exception(e):
 
 def _background():
     """Whether threads or child processes that the code started still run."""
-    if threading.active_count() > 1:
+    threading = sys.modules.get("threading")
+    if threading is not None:
         main = threading.main_thread()
         for t in threading.enumerate():
             if t is not main and t.is_alive() and not t.daemon:
                 return True
+    if _thread._count() > 0:
         tasks = os.listdir("/proc/self/task")
     else:
         tasks = (str(os.getpid()),)
@@ -326,16 +470,17 @@ def _background():
 
 def _run_block(frame, ns, out, err):
     code = frame.get("code", "")
+    _State.code = code
     _State.reason = "Your code ran for longer than %gs and was stopped." % (frame.get("timeout_ms", 0) / 1000.0)
     sys.stdout, sys.stderr = out, err
-    lines = code.splitlines(True)
-    linecache.cache[_FILENAME] = (len(code), None, lines, _FILENAME)
+    if "linecache" in sys.modules:
+        _register_source()
     exit_code = 0
     try:
         try:
             compiled = compile(code, _FILENAME, "exec", dont_inherit=True)
         except (SyntaxError, ValueError, OverflowError) as e:
-            traceback.print_exception(type(e), e, None, file=sys.stderr)
+            _print_exception(e.with_traceback(None), drop_runner=False)
             exit_code = 1
         else:
             _State.running = True
@@ -351,37 +496,50 @@ def _run_block(frame, ns, out, err):
     return exit_code
 
 
+def _without_site(path_json):
+    """Stand in for the site module, which the server skipped: set the
+    sys.path that site would have built, and the builtins it adds."""
+    sys.path[:] = [p for p in _loads(path_json) if isinstance(p, str)]
+    import _sitebuiltins
+
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
+    builtins.help = _sitebuiltins._Helper()
+    builtins.copyright = builtins.credits = "See https://www.python.org/"
+    builtins.license = "See https://docs.python.org/3/license.html"
+
+
 def main():
     files_dir = os.environ.get("CODEMODE_FILES_DIR", "")
     workdir = os.environ.get("CODEMODE_WORKDIR", "")
+    sys_path = os.environ.get("CODEMODE_SYS_PATH", "")
     # The runner's own config variables go before user code can see them.
-    for k in ("CODEMODE_FILES_DIR", "CODEMODE_WORKDIR"):
+    for k in ("CODEMODE_FILES_DIR", "CODEMODE_WORKDIR", "CODEMODE_SYS_PATH"):
         os.environ.pop(k, None)
+    if sys_path:
+        _without_site(sys_path)
     _clean_env()
     if files_dir:
         sys.path.insert(0, files_dir)
     if workdir:
         os.chdir(workdir)
     sys.modules["codemode_runtime"] = _runtime_module()
-    user = types.ModuleType("__main__")
+    user = type(sys)("__main__")
     user.__dict__.update({"__builtins__": builtins, "__spec__": None, "__loader__": None, "__package__": None})
     sys.modules["__main__"] = user
     ns = user.__dict__
-    signal.signal(signal.SIGUSR1, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
+    _install_handlers()
     out = sys.__stdout__
     err = sys.__stderr__
 
-    import platform
-
-    _chan.send({"kind": "ready", "protocol_version": 1, "python_version": platform.python_version(), "packages": _packages()})
+    _chan.send_line(
+        _dumps({"kind": "ready", "protocol_version": 1, "python_version": sys.version.split()[0], "packages": _packages()})
+    )
     while True:
         frame = _chan.next_run()
         # A block starts with our signal handlers, even if the last one
         # replaced them.
-        for sig in (signal.SIGUSR1, signal.SIGINT):
-            if signal.getsignal(sig) is not _on_signal:
-                signal.signal(sig, _on_signal)
+        _install_handlers()
         exit_code = _run_block(frame, ns, out, err)
         sys.stdout, sys.stderr = out, err
         marker = frame.get("marker", "")
@@ -397,8 +555,8 @@ def main():
                 except OSError:
                     pass
         _chan.send_line(
-            '{"kind":"done","id":%s,"exit_code":%d,"background":%s}\n'
-            % (json.dumps(str(frame.get("id", ""))), exit_code, "true" if _background() else "false")
+            '{"kind":"done","id":%s,"exit_code":%d,"background":%s}'
+            % (_dumps(str(frame.get("id", ""))), exit_code, "true" if _background() else "false")
         )
 
 

@@ -12,6 +12,12 @@ import (
 	"github.com/adk-codemode/codemode/transport"
 )
 
+// inProcessStages are the stages a jail's init can run in its own process
+// (see Spec.inProcess).
+var inProcessStages = map[string]func(argv []string) int{
+	sandboxserver.Stage: sandboxserver.RunStage,
+}
+
 // Backend opens sessions that each run a sandbox server and its Python
 // worker in a fresh jail. It is the default backend of codemode on Linux.
 // The zero value uses the defaults of [Config].
@@ -68,8 +74,13 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		return nil, err
 	}
 	cfg.Python = python
+	sysPath, err := sandboxserver.ProbeSysPath(ctx, python)
+	if err != nil {
+		return nil, err
+	}
 	args, err := sandboxserver.StageArgs(sandboxserver.Config{
 		Python:         python,
+		SysPath:        sysPath,
 		Workdir:        "/workspace",
 		FilesDir:       "/codemode",
 		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
@@ -87,6 +98,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	cmd, err := Start(context.Background(), cfg, Spec{
 		Args:       args,
 		Self:       true,
+		inProcess:  sandboxserver.Stage,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 		Stderr:     stderr,
 		ExtraFiles: []*os.File{sandboxEnd},

@@ -111,6 +111,11 @@ type Spec struct {
 	// ExtraFiles become fd 3, 4, ... of the payload, as in
 	// [os/exec.Cmd.ExtraFiles].
 	ExtraFiles []*os.File
+
+	// inProcess names an entry of inProcessStages that the jail's init
+	// runs in its own process, as pid 1, instead of starting a payload
+	// (one exec less). Args is its argv. Used by [Backend].
+	inProcess string
 }
 
 // Enforcement says which protections are really in force for one jail. Every

@@ -130,6 +130,14 @@ func runInit() int {
 		return fail(stepErr("chdir "+dir, err))
 	}
 
+	if c.InProcess != "" {
+		if code, ran := runInProcess(&c, &enf, report); ran {
+			return code
+		}
+		// The address-space limit cannot apply to init itself: start the
+		// stage as a payload instead.
+	}
+
 	sigs := make(chan os.Signal, 64)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	pid, err := startPayload(&c)
@@ -139,6 +147,35 @@ func runInit() int {
 	report(statusMsg{Enf: &enf})
 	unix.Close(fdLifeline)
 	return reap(pid, sigs)
+}
+
+// runInProcess turns init itself into a registered stage: setup is done
+// and privileges are dropped, so what remains is to put Spec.ExtraFiles at
+// fd 3, 4, ..., set the payload's environment and run. The stage is pid 1
+// from then on and must reap its own children. It reports ran=false when
+// the address-space limit cannot be applied to this process.
+func runInProcess(c *initConfig, enf *Enforcement, report func(statusMsg)) (code int, ran bool) {
+	fn := inProcessStages[c.InProcess]
+	if fn == nil {
+		return 0, false
+	}
+	if c.AddressSpace >= 0 && !limitSelfAS(uint64(c.AddressSpace)) {
+		return 0, false
+	}
+	report(statusMsg{Enf: enf})
+	unix.Close(fdLifeline)
+	for i := 0; i < c.ExtraCount; i++ {
+		if err := unix.Dup3(c.ExtraFirst+i, 3+i, 0); err != nil {
+			return 126, true
+		}
+	}
+	os.Clearenv()
+	for _, kv := range c.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			_ = os.Setenv(k, v)
+		}
+	}
+	return fn(c.Args), true
 }
 
 // setRlimits sets every rlimit except RLIMIT_AS on init itself (the

@@ -50,6 +50,7 @@ type initConfig struct {
 
 	Args       []string
 	Self       bool
+	InProcess  string // run this registered stage in init itself
 	Env        []string
 	Dir        string
 	ExtraFirst int // first fd of Spec.ExtraFiles in the init stage

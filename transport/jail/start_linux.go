@@ -60,7 +60,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		Files: cfg.Files, FilesBytes: filesBytes,
 		AddressSpace: cfg.AddressSpaceBytes, Nproc: uint64(cfg.Processes), Nofile: uint64(cfg.OpenFiles),
 		Fsize: uint64(cfg.FileSizeBytes), CPU: uint64(cfg.CPUSeconds),
-		Args: spec.Args, Self: spec.Self, Env: spec.Env, Dir: spec.Dir,
+		Args: spec.Args, Self: spec.Self, InProcess: spec.inProcess, Env: spec.Env, Dir: spec.Dir,
 	}
 	if ic.Env == nil {
 		ic.Env = []string{}

@@ -109,6 +109,18 @@ func testEnvironment(t *testing.T, nb NewBackend) {
 	if r.Stdout != env.PythonVersion {
 		t.Errorf("ready reported Python %q, the worker runs %q", env.PythonVersion, r.Stdout)
 	}
+	// What the report lists can be imported, and the builtins a normal
+	// interpreter start provides are there.
+	var names []string
+	for imp := range env.Packages {
+		names = append(names, fmt.Sprintf("%q", imp))
+	}
+	slices.Sort(names)
+	r = run(t, s, "import importlib.util\nnames = ["+strings.Join(names, ", ")+"]\n"+
+		"print([n for n in names if importlib.util.find_spec(n) is None], callable(exit), callable(quit), callable(help))")
+	if r.Stdout != "[] True True True\n" {
+		t.Errorf("reported packages not importable, or builtins missing: %s%s", r.Stdout, r.Stderr)
+	}
 	for imp, dists := range env.Packages {
 		if imp == "" || len(dists) == 0 {
 			t.Errorf("package report entry %q => %v: want an import name with providers", imp, dists)
