@@ -39,6 +39,9 @@ type Config struct {
 	// quit, help, ...) are still there. The .pth files' import lines are
 	// not run.
 	SysPath []string `json:"sys_path,omitempty"`
+	// WorkerAddressSpace, if positive, is the RLIMIT_AS of the Python
+	// worker, set before it reads its first block.
+	WorkerAddressSpace int64 `json:"worker_address_space,omitempty"`
 	// StartTimeout bounds the worker's start. Zero means 30s.
 	StartTimeout time.Duration `json:"start_timeout,omitempty"`
 }

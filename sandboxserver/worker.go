@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -97,6 +99,17 @@ func (s *server) startWorker() (*worker, error) {
 		s.reaper.mu.Unlock()
 		closeAll()
 		return nil, fmt.Errorf("sandboxserver: start %s: %w", s.cfg.Python, err)
+	}
+	if as := s.cfg.WorkerAddressSpace; as > 0 {
+		// Before the worker can read a block: it reads none until the
+		// server sends one, after ready.
+		lim := unix.Rlimit{Cur: uint64(as), Max: uint64(as)}
+		if err := unix.Prlimit(proc.Pid, unix.RLIMIT_AS, &lim, nil); err != nil {
+			_ = proc.Kill()
+			s.reaper.mu.Unlock()
+			closeAll()
+			return nil, fmt.Errorf("sandboxserver: limit the worker's address space: %w", err)
+		}
 	}
 	w := &worker{pid: proc.Pid, exited: make(chan struct{}), frames: make(chan workerFrame, 16), quit: make(chan struct{})}
 	s.reaper.watch[proc.Pid] = w

@@ -78,13 +78,18 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	if err != nil {
 		return nil, err
 	}
+	var as int64
+	if d := cfg.withDefaults(); d.AddressSpaceBytes > 0 {
+		as = d.AddressSpaceBytes
+	}
 	args, err := sandboxserver.StageArgs(sandboxserver.Config{
-		Python:         python,
-		SysPath:        sysPath,
-		Workdir:        "/workspace",
-		FilesDir:       "/codemode",
-		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
-		MaxOutputBytes: b.MaxOutputBytes,
+		Python:             python,
+		SysPath:            sysPath,
+		WorkerAddressSpace: as,
+		Workdir:            "/workspace",
+		FilesDir:           "/codemode",
+		Env:                []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
+		MaxOutputBytes:     b.MaxOutputBytes,
 	})
 	if err != nil {
 		return nil, err

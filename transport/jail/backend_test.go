@@ -1,7 +1,13 @@
 package jail_test
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/jail"
@@ -10,4 +16,134 @@ import (
 
 func TestBackend(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transport.Backend { return &jail.Backend{} }, transporttest.Options{Isolated: true})
+}
+
+// procsWith lists host processes whose command line contains token.
+func procsWith(t *testing.T, token string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), token) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+func openSession(t *testing.T, cfg jail.Config) transport.Session {
+	t.Helper()
+	s, err := (&jail.Backend{Config: cfg}).Open(t.Context(), transport.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestSessionDaemonDiesWithSession(t *testing.T) {
+	s := openSession(t, jail.Config{})
+	token := fmt.Sprintf("codemode-daemon-%d", time.Now().UnixNano())
+	r, err := s.Exec(t.Context(), transport.Block{Code: fmt.Sprintf(`
+import os, subprocess
+# Double fork and a new session: the classic way to escape a parent.
+subprocess.run(["sh", "-c", "setsid sleep 3600 %s </dev/null >/dev/null 2>&1 &"])
+`, token), Timeout: 10 * time.Second})
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if len(procsWith(t, token)) == 0 {
+		t.Fatal("the daemon did not start")
+	}
+	if err := s.Close(); err != nil && !errors.Is(err, transport.ErrClosed) {
+		t.Fatal(err)
+	}
+	if left := procsWith(t, token); len(left) > 0 {
+		t.Errorf("processes outlived the session: %v", left)
+	}
+}
+
+func TestSessionForkBombContained(t *testing.T) {
+	s := openSession(t, jail.Config{Processes: 64})
+	r, err := s.Exec(t.Context(), transport.Block{Code: `
+import os
+kids, refused = 0, 0
+for _ in range(500):
+    try:
+        pid = os.fork()
+    except OSError:
+        refused += 1
+        continue
+    if pid == 0:
+        import time
+        time.sleep(30)
+        os._exit(0)
+    kids += 1
+print(kids < 64, refused > 0)
+`, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout != "True True\n" {
+		t.Errorf("fork bomb not contained: stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+	// The session goes on working once the block is over.
+	r, err = s.Exec(t.Context(), transport.Block{Code: "print('alive')", Timeout: 20 * time.Second})
+	if err != nil || r.Stdout != "alive\n" {
+		t.Errorf("after the fork bomb: %v %+v", err, r)
+	}
+}
+
+func TestSessionMemoryBombContained(t *testing.T) {
+	s := openSession(t, jail.Config{MemoryBytes: 256 << 20})
+	r, err := s.Exec(t.Context(), transport.Block{Code: `
+v = 'kept'
+chunks = []
+try:
+    while True:
+        chunks.append(bytearray(32 << 20))
+except MemoryError:
+    chunks = None
+    print("MemoryError")
+`, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Either Python sees a MemoryError (address-space limit), or the
+	// kernel kills it (memory cgroup) and the result says so.
+	switch {
+	case r.Stdout == "MemoryError\n" && !r.Reset:
+	case r.Reset && r.ExitCode == 137 && strings.Contains(r.Stderr, "killed"):
+	default:
+		t.Fatalf("memory bomb: exit %d reset %v stdout %q stderr %q", r.ExitCode, r.Reset, r.Stdout, r.Stderr)
+	}
+	r, err = s.Exec(t.Context(), transport.Block{Code: "print('alive')", Timeout: 20 * time.Second})
+	if err != nil || r.Stdout != "alive\n" {
+		t.Errorf("after the memory bomb: %v %+v", err, r)
+	}
+}
+
+func TestSessionLimitsApplyToWorker(t *testing.T) {
+	s := openSession(t, jail.Config{MemoryBytes: 512 << 20, OpenFiles: 256, Processes: 100})
+	r, err := s.Exec(t.Context(), transport.Block{Code: `
+import resource, os
+print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+# Only stdin, stdout, stderr and the two control pipes: the server's own
+# connection to the host is not among them (the sixth is listdir's own).
+print(os.getpid() != 1, len(os.listdir("/proc/self/fd")))
+`, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Address space: the default for 512 MiB of memory, 512 MiB + 1 GiB.
+	if want := "1536 256\nTrue 6\n"; r.Stdout != want {
+		t.Errorf("stdout %q, want %q (stderr %q)", r.Stdout, want, r.Stderr)
+	}
 }

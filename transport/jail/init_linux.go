@@ -134,8 +134,7 @@ func runInit() int {
 		if code, ran := runInProcess(&c, &enf, report); ran {
 			return code
 		}
-		// The address-space limit cannot apply to init itself: start the
-		// stage as a payload instead.
+		// Not a stage of this binary: start it as a payload instead.
 	}
 
 	sigs := make(chan os.Signal, 64)
@@ -152,14 +151,14 @@ func runInit() int {
 // runInProcess turns init itself into a registered stage: setup is done
 // and privileges are dropped, so what remains is to put Spec.ExtraFiles at
 // fd 3, 4, ..., set the payload's environment and run. The stage is pid 1
-// from then on and must reap its own children. It reports ran=false when
-// the address-space limit cannot be applied to this process.
+// from then on and must reap its own children. RLIMIT_AS is not applied
+// here: a Go runtime reserves far more address space than it uses, so the
+// stage applies the limit to the processes it starts (the sandbox server
+// does so for its Python worker). It reports ran=false for an unknown
+// stage.
 func runInProcess(c *initConfig, enf *Enforcement, report func(statusMsg)) (code int, ran bool) {
 	fn := inProcessStages[c.InProcess]
 	if fn == nil {
-		return 0, false
-	}
-	if c.AddressSpace >= 0 && !limitSelfAS(uint64(c.AddressSpace)) {
 		return 0, false
 	}
 	report(statusMsg{Enf: enf})
