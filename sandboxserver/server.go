@@ -26,7 +26,9 @@ type Config struct {
 	// is not on its allowlist before user code runs.
 	Env []string `json:"env,omitempty"`
 	// MaxOutputBytes is the default bound per stream and block; a run frame
-	// may set another. Zero means 8 MiB.
+	// may set another. Zero means 4 MiB, which is also the most a run
+	// frame may ask for: even escaped as JSON, the output of both streams
+	// then fits in one frame.
 	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
 	// MaxFileBytes bounds a file sent with get_file. Zero means 32 MiB.
 	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
@@ -50,8 +52,8 @@ func (c *Config) setDefaults() error {
 	if c.Python == "" || c.Workdir == "" {
 		return errors.New("sandboxserver: Config.Python and Config.Workdir are required")
 	}
-	if c.MaxOutputBytes <= 0 {
-		c.MaxOutputBytes = 8 << 20
+	if c.MaxOutputBytes <= 0 || c.MaxOutputBytes > maxOutputBytes {
+		c.MaxOutputBytes = maxOutputBytes
 	}
 	if c.MaxFileBytes <= 0 {
 		c.MaxFileBytes = 32 << 20
@@ -66,10 +68,11 @@ func (c *Config) setDefaults() error {
 }
 
 const (
-	defaultGrace  = 5 * time.Second
-	resignalEvery = 100 * time.Millisecond
-	markerWait    = 2 * time.Second
-	maxPending    = 4096
+	maxOutputBytes = 4 << 20
+	defaultGrace   = 5 * time.Second
+	resignalEvery  = 100 * time.Millisecond
+	markerWait     = 2 * time.Second
+	maxPending     = 4096
 )
 
 type server struct {
@@ -240,6 +243,7 @@ func (s *server) startBlock(f *transport.RunFrame) error {
 	if limit <= 0 {
 		limit = s.cfg.MaxOutputBytes
 	}
+	limit = min(limit, maxOutputBytes)
 	b := &block{id: f.ID, limit: limit, grace: time.Duration(f.GraceMS) * time.Millisecond, timeout: time.Duration(f.TimeoutMS) * time.Millisecond}
 	if b.grace <= 0 {
 		b.grace = defaultGrace

@@ -65,7 +65,8 @@ type Block struct {
 	// worker is killed and restarted. Zero means 5s.
 	Grace time.Duration
 	// MaxOutputBytes bounds what is kept of stdout and of stderr; past it
-	// the middle is dropped. Zero means the server's default (8 MiB).
+	// the middle is dropped. Zero means the server's default (4 MiB, also
+	// the most it allows).
 	MaxOutputBytes int64
 }
 

@@ -458,6 +458,12 @@ func testOutputBound(t *testing.T, nb NewBackend) {
 	if r.Stdout != "small\n" || r.StdoutDropped != 0 {
 		t.Errorf("the next block: stdout %q dropped %d", r.Stdout, r.StdoutDropped)
 	}
+	// The worst case for the frame size: both streams at the default bound
+	// with bytes that JSON escapes six-fold, and invalid UTF-8.
+	r = exec(t, s, transport.Block{Code: "import os\nfor fd in (1, 2):\n    os.write(fd, b'\\x01\\xff' * 3_000_000)"})
+	if len(r.Stdout) < 4<<20 || r.StdoutDropped == 0 || r.StderrDropped == 0 {
+		t.Errorf("escaped flood: %d bytes kept, %d and %d dropped", len(r.Stdout), r.StdoutDropped, r.StderrDropped)
+	}
 }
 
 func testWorkspaceFiles(t *testing.T, nb NewBackend) {
