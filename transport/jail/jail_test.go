@@ -439,6 +439,30 @@ func TestSeccompKillsI386Syscalls(t *testing.T) {
 	}
 }
 
+// x32Probe makes getpid through the x32 ABI (syscall number with bit 30
+// set), the other foreign ABI a filter must not let through. The kernel
+// here answers it with ENOSYS (or runs it, where x32 is built in).
+const x32Probe = `
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("x32 returned", libc.syscall(0x40000000 | 39), ctypes.get_errno(), flush=True)
+`
+
+func TestSeccompKillsX32Syscalls(t *testing.T) {
+	bin, err := Config{}.Interpreter()
+	if err != nil {
+		t.Skip(err)
+	}
+	out, err := exec.Command(bin, "-c", x32Probe).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "x32 returned") {
+		t.Fatalf("control run on the host: %v %s", err, out)
+	}
+	r := py(t, Config{}, x32Probe)
+	if strings.Contains(r.stdout, "returned") || r.exitCode() != 128+int(syscall.SIGSYS) {
+		t.Fatalf("x32 syscall in the jail: exit %d, stdout %q; want death by SIGSYS (%d)", r.exitCode(), r.stdout, 128+int(syscall.SIGSYS))
+	}
+}
+
 func TestSeccompDenials(t *testing.T) {
 	r := py(t, Config{}, `
 import ctypes, errno, os, subprocess, threading
