@@ -1,6 +1,7 @@
 package sandboxserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,9 +9,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -18,11 +21,28 @@ import (
 )
 
 // tracker finds the regular files that a block created or changed in the
-// workspace, by comparing what stat says before and after.
+// workspace. It watches the workspace with inotify, one watch per
+// directory, so that after a block it looks only at the paths the kernel
+// reported, confirming each with a stat that follows no symlink: the cost
+// grows with what changed, not with the size of the workspace. It falls
+// back to walking the whole workspace and comparing what stat says with
+// the last walk when inotify is unavailable, when the event queue
+// overflowed, when a directory was renamed, and for good once the
+// workspace has more directories than maxWatches.
+//
+// A tracker is used by one goroutine.
 type tracker struct {
 	root  string
-	max   int
-	state map[string]fileStamp
+	max   int                  // entries examined by one walk
+	state map[string]fileStamp // the regular single-link files as last seen
+
+	in      int              // inotify descriptor; -1 when walking instead
+	wds     map[int32]string // watch → directory, relative ("" for the root)
+	dirs    map[string]int32 // directory → watch
+	pending map[string]bool  // paths reported since the last call
+	rescan  bool             // the events cannot be trusted: walk
+	buf     []byte           // event buffer
+	cleanup runtime.Cleanup  // closes in when the tracker is dropped
 }
 
 type fileStamp struct {
@@ -30,29 +50,266 @@ type fileStamp struct {
 	ino                uint64
 }
 
+// maxWatches bounds the directories watched; a larger workspace is walked.
+const maxWatches = 16384
+
+// watchMask is what the watches report: everything that can create,
+// change, replace or remove a file, and a directory's own removal or move.
+const watchMask = unix.IN_CREATE | unix.IN_CLOSE_WRITE | unix.IN_MODIFY | unix.IN_ATTRIB |
+	unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
+	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
 func newTracker(root string, max int) *tracker {
-	return &tracker{root: root, max: max, state: map[string]fileStamp{}}
+	t := &tracker{root: root, max: max, state: map[string]fileStamp{}, in: -1}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err == nil {
+		t.in = fd
+		t.cleanup = runtime.AddCleanup(t, func(fd int) { unix.Close(fd) }, fd)
+		t.buf = make([]byte, 64<<10)
+	}
+	return t
 }
 
-func (t *tracker) baseline() { t.state = t.scan() }
+// baseline records the workspace as it is now, and watches it.
+func (t *tracker) baseline() {
+	t.drain()
+	t.state = t.walk()
+	t.pending, t.rescan = nil, false
+}
 
 // changed returns the files that are new or changed since the last call,
 // sorted by path. Symlinks, devices, FIFOs, sockets and files with more
 // than one hard link are never listed.
 func (t *tracker) changed() []transport.FileInfo {
-	now := t.scan()
+	t.drain()
 	var out []transport.FileInfo
-	for p, st := range now {
-		if old, ok := t.state[p]; !ok || old != st {
-			out = append(out, transport.FileInfo{Path: p, Size: st.size})
+	if t.in < 0 || t.rescan {
+		now := t.walk()
+		for p, st := range now {
+			if old, ok := t.state[p]; !ok || old != st {
+				out = append(out, transport.FileInfo{Path: p, Size: st.size})
+			}
+		}
+		t.state = now
+	} else {
+		for p := range t.pending {
+			st, ok := t.stat(p)
+			if !ok {
+				delete(t.state, p)
+				continue
+			}
+			if old, seen := t.state[p]; !seen || old != st {
+				out = append(out, transport.FileInfo{Path: p, Size: st.size})
+			}
+			t.state[p] = st
 		}
 	}
-	t.state = now
+	t.pending, t.rescan = nil, false
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
 
-func (t *tracker) scan() map[string]fileStamp {
+// drain reads every queued event, noting the paths they name and watching
+// new directories.
+func (t *tracker) drain() {
+	if t.in < 0 {
+		return
+	}
+	var newDirs []string
+	for {
+		n, err := unix.Read(t.in, t.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break // EAGAIN: the queue is empty
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&t.buf[off]))
+			nameBytes := t.buf[off+unix.SizeofInotifyEvent : min(n, off+unix.SizeofInotifyEvent+int(ev.Len))]
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			name := string(bytes.TrimRight(nameBytes, "\x00"))
+			switch {
+			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+				t.rescan = true
+				continue
+			case ev.Mask&unix.IN_IGNORED != 0:
+				if dir, ok := t.wds[ev.Wd]; ok {
+					delete(t.wds, ev.Wd)
+					if t.dirs[dir] == ev.Wd {
+						delete(t.dirs, dir)
+					}
+				}
+				continue
+			}
+			dir, ok := t.wds[ev.Wd]
+			if !ok {
+				continue // a watch dropped by a walk
+			}
+			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
+				if ev.Mask&unix.IN_MOVE_SELF != 0 && dir != "" {
+					t.rescan = true // the paths under it are stale
+				}
+				continue
+			}
+			if name == "" {
+				continue
+			}
+			rel := path.Join(dir, name)
+			if ev.Mask&unix.IN_ISDIR != 0 {
+				switch {
+				case ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
+					newDirs = append(newDirs, rel)
+				case ev.Mask&unix.IN_MOVED_FROM != 0:
+					t.rescan = true
+				}
+				continue
+			}
+			if t.pending == nil {
+				t.pending = map[string]bool{}
+			}
+			t.pending[rel] = true
+		}
+	}
+	if t.rescan {
+		return
+	}
+	// Watch each new directory before listing it, so that nothing written
+	// in it is missed; what it holds already is reported as new.
+	for _, d := range newDirs {
+		t.addTree(d)
+		if t.rescan {
+			return
+		}
+	}
+}
+
+// addTree watches dir and the directories under it, and notes the files
+// in them.
+func (t *tracker) addTree(rel string) {
+	stack := []string{rel}
+	seen := 0
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !t.watch(d) {
+			return
+		}
+		ents, err := os.ReadDir(filepath.Join(t.root, d))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if seen++; seen > t.max {
+				t.rescan = true
+				return
+			}
+			p := path.Join(d, e.Name())
+			switch {
+			case e.IsDir():
+				stack = append(stack, p)
+			case e.Type().IsRegular():
+				if t.pending == nil {
+					t.pending = map[string]bool{}
+				}
+				t.pending[p] = true
+			}
+		}
+	}
+}
+
+// watch adds a watch on the directory rel. It reports false, and the
+// tracker walks from then on, when the watch cannot be added.
+func (t *tracker) watch(rel string) bool {
+	if t.in < 0 {
+		return false
+	}
+	if len(t.wds) >= maxWatches {
+		t.stopWatching()
+		return false
+	}
+	wd, err := unix.InotifyAddWatch(t.in, filepath.Join(t.root, rel), watchMask)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return true // gone or replaced since: nothing to watch
+		}
+		t.stopWatching() // ENOSPC (the user's watch limit) or worse
+		return false
+	}
+	if old, ok := t.wds[int32(wd)]; ok && old != rel {
+		delete(t.dirs, old)
+	}
+	t.wds[int32(wd)] = rel
+	t.dirs[rel] = int32(wd)
+	return true
+}
+
+// stopWatching gives up on inotify: every later call walks.
+func (t *tracker) stopWatching() {
+	if t.in >= 0 {
+		t.cleanup.Stop()
+		unix.Close(t.in)
+		t.in = -1
+	}
+	t.wds, t.dirs, t.pending = nil, nil, nil
+	t.rescan = true
+}
+
+// stat stamps the workspace file rel if it is a regular file with one link
+// reached without following a symlink.
+func (t *tracker) stat(rel string) (fileStamp, bool) {
+	dir, err := unix.Open(t.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fileStamp{}, false
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+	})
+	if errors.Is(err, unix.ENOSYS) {
+		fd, err = pathBeneath(dir, rel)
+	}
+	if err != nil {
+		return fileStamp{}, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return fileStamp{}, false
+	}
+	return fileStamp{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}, true
+}
+
+// pathBeneath is stat's fallback for kernels without openat2: an O_PATH
+// descriptor reached one component at a time without following symlinks.
+func pathBeneath(dir int, rel string) (int, error) {
+	parts := strings.Split(rel, "/")
+	cur, err := unix.Dup(dir)
+	if err != nil {
+		return -1, err
+	}
+	for i, p := range parts {
+		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i < len(parts)-1 {
+			flags |= unix.O_DIRECTORY
+		}
+		next, err := unix.Openat(cur, p, flags, 0)
+		unix.Close(cur)
+		if err != nil {
+			return -1, err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// walk stamps every regular single-link file in the workspace, examining
+// at most max entries, and, while watching, re-watches every directory.
+func (t *tracker) walk() map[string]fileStamp {
+	if t.in >= 0 {
+		t.wds, t.dirs = map[int32]string{}, map[string]int32{}
+	}
 	out := make(map[string]fileStamp)
 	seen := 0
 	_ = filepath.WalkDir(t.root, func(p string, d fs.DirEntry, err error) error {
@@ -62,6 +319,18 @@ func (t *tracker) scan() map[string]fileStamp {
 		seen++
 		if seen > t.max {
 			return filepath.SkipAll
+		}
+		rel, err := filepath.Rel(t.root, p)
+		if err != nil {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "." {
+				rel = ""
+			}
+			t.watch(rel)
+			return nil
 		}
 		if !d.Type().IsRegular() {
 			return nil // WalkDir never follows symlinks
@@ -74,11 +343,7 @@ func (t *tracker) scan() map[string]fileStamp {
 		if !ok || st.Nlink != 1 {
 			return nil
 		}
-		rel, err := filepath.Rel(t.root, p)
-		if err != nil {
-			return nil
-		}
-		out[filepath.ToSlash(rel)] = fileStamp{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
+		out[rel] = fileStamp{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
 		return nil
 	})
 	return out

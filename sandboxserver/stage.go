@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -40,6 +41,9 @@ func stageMain(args []string) int {
 	// Nothing in the sandbox may read this process's memory or attach to
 	// it, even with the same uid.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// The server relays frames; it never needs two CPUs, and with one P
+	// its runtime does not wake a second thread for every frame.
+	runtime.GOMAXPROCS(1)
 	if len(args) != 1 {
 		fmt.Fprintf(os.Stderr, "%s: want one argument, the JSON config\n", Stage)
 		return 2

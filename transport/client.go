@@ -49,6 +49,10 @@ var _ Session = (*Client)(nil)
 
 const maxCallID = 128
 
+// handOverAfter is how long a tool call may run on the reading goroutine
+// before another goroutine takes over reading.
+const handOverAfter = 200 * time.Microsecond
+
 // NewClient reads the sandbox's ready frame from conn, checks its protocol
 // version, and returns a session that runs blocks over conn. On error conn
 // is closed and opts.OnClose has run.
@@ -128,9 +132,21 @@ func (c *Client) readLoop() {
 		switch f := f.(type) {
 		case *ToolCallFrame:
 			if run := c.startCall(f); run != nil {
-				go c.readLoop()
+				// Run the call here and go on reading after it, unless it
+				// takes long: then a fresh goroutine takes over reading.
+				// Most calls are quick, and starting a goroutine for each
+				// would wake a second thread every time.
+				var handedOver atomic.Bool
+				t := time.AfterFunc(handOverAfter, func() {
+					if handedOver.CompareAndSwap(false, true) {
+						go c.readLoop()
+					}
+				})
 				run()
-				return
+				t.Stop()
+				if !handedOver.CompareAndSwap(false, true) {
+					return
+				}
 			}
 		case *CancelFrame:
 			c.callsMu.Lock()

@@ -23,8 +23,12 @@ func fakeSandbox(t *testing.T, script func(c *Conn)) (*Client, error) {
 	t.Cleanup(func() { host.Close(); <-done })
 	return NewClient(t.Context(), NewConn(host, host, host, 0), SessionConfig{
 		Tools: ToolHandlerFunc(func(ctx context.Context, c ToolCall) ToolResult { return ToolResult{Value: c.Name} }),
-	}, ClientOptions{ReadyTimeout: 2 * time.Second})
+	}, ClientOptions{ReadyTimeout: readyTimeout})
 }
+
+// readyTimeout is generous: under a loaded machine a goroutine may wait
+// long; only TestClientReadyTimeout lowers it.
+var readyTimeout = 30 * time.Second
 
 func ready(c *Conn) {
 	_ = c.Write(&ReadyFrame{ProtocolVersion: ProtocolVersion, PythonVersion: "3.11.2"})
@@ -50,6 +54,8 @@ func TestClientWantsReadyFirst(t *testing.T) {
 }
 
 func TestClientReadyTimeout(t *testing.T) {
+	readyTimeout = 500 * time.Millisecond
+	defer func() { readyTimeout = 30 * time.Second }()
 	_, err := fakeSandbox(t, func(c *Conn) { time.Sleep(3 * time.Second) })
 	if err == nil || !strings.Contains(err.Error(), "did not become ready") {
 		t.Fatalf("err = %v", err)

@@ -89,7 +89,7 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 	if len(cfg.Toolsets) == 0 {
 		// The surface never changes: build it once, which also reports a
 		// name collision at construction.
-		if e.static, err = buildSurface(bare); err != nil {
+		if e.static, err = buildSurface(bare, cfg.surfaceOptions()); err != nil {
 			return nil, err
 		}
 	}
@@ -97,6 +97,7 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 		Name: ToolName,
 		Description: render.Description(render.DescriptionConfig{
 			BlockAppended: !cfg.DisableBlock,
+			ArtifactTools: !cfg.DisableArtifactTools,
 			Timeout:       cfg.Timeout,
 		}),
 		ParametersJsonSchema: map[string]any{

@@ -3,6 +3,7 @@ package codemode
 import (
 	"time"
 
+	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool"
 
 	"github.com/adk-codemode/codemode/transport"
@@ -15,6 +16,9 @@ const (
 	DefaultTimeout        = 60 * time.Second
 	DefaultIdleTimeout    = 10 * time.Minute
 	DefaultBlockBudget    = 50_000
+	// DefaultLargeResultBytes is the size of a tool result, in bytes of
+	// JSON, past which code gets a pointer to its artifact instead.
+	DefaultLargeResultBytes = 50_000
 )
 
 // ToolName is the name of the tool that runs the model's code.
@@ -59,6 +63,29 @@ type Config struct {
 	// DisableBlock leaves the system instruction alone; the execute_code
 	// description then tells the model to discover the tools itself.
 	DisableBlock bool
+
+	// DisableArtifactTools leaves save_artifact, load_artifact and
+	// list_artifacts out of the tools package. They are there by default,
+	// at the top level ahead of the other tools, and reach the invocation's
+	// ADK artifact service.
+	DisableArtifactTools bool
+	// DisableToolResultArtifacts stops saving the result of each tool
+	// called from code as an artifact. By default each such tool gains the
+	// optional parameters artifact_name and artifact_description, and its
+	// result is saved under a name of the ToolResultMIMEType kind; see
+	// [IsToolResultArtifact].
+	DisableToolResultArtifacts bool
+	// LargeResultBytes is the size of a tool result (its JSON encoding)
+	// past which the code gets a short pointer to the saved artifact instead
+	// of the result. Zero means 50,000; negative means never.
+	LargeResultBytes int
+	// OnArtifactsSaved, if set, is called after each execute_code block
+	// that saved at least one artifact, with the execute_code call's
+	// context and the block's delta: each artifact name and the highest
+	// version the block saved of it. The same delta is on the execute_code
+	// event's Actions.ArtifactDelta. It runs before execute_code returns;
+	// it cannot change the result.
+	OnArtifactsSaved func(ctx agent.CallbackContext, delta map[string]int64)
 }
 
 // withDefaults returns cfg with its zero values replaced by the defaults.
@@ -80,6 +107,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.LargeResultBytes == 0 {
+		cfg.LargeResultBytes = DefaultLargeResultBytes
 	}
 	if cfg.BlockBudget <= 0 {
 		cfg.BlockBudget = DefaultBlockBudget

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -92,6 +93,18 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 			return transport.ToolResult{Err: &transport.ErrorInfo{Type: "ValidationError", Message: err.Error()}}
 		}
 	}
+	var naming resultNaming
+	if st.popName || st.popDesc {
+		args = maps.Clone(args)
+		if st.popName {
+			naming.name, _ = args[paramArtifactName].(string)
+			delete(args, paramArtifactName)
+		}
+		if st.popDesc {
+			naming.description, _ = args[paramArtifactDescription].(string)
+			delete(args, paramArtifactDescription)
+		}
+	}
 	var plugins toolCallbacks
 	if pm := pluginManager(exec.parent); pm != nil {
 		plugins = pm
@@ -165,7 +178,17 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	if err != nil {
 		return errorResult(err)
 	}
-	return transport.ToolResult{Value: jsonSafe(result)}
+	var value any = result
+	if st.builtin {
+		if v, ok := result["result"]; ok && len(result) == 1 {
+			value = v
+		}
+	}
+	value = jsonSafe(value)
+	if st.saveResult {
+		value = e.saveToolResult(ctx, exec, st, tc.id, naming, value)
+	}
+	return transport.ToolResult{Value: value}
 }
 
 // runTool runs the tool, turning a panic into an error.

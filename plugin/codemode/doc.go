@@ -57,8 +57,13 @@
 // Config.MaxCodeChars is refused before any sandbox starts. A non-zero exit
 // adds "Process exited with code N." to stderr. stdout and stderr are each
 // cut to Config.MaxOutputChars characters: the first 70% and the end, with
-// a note. output_files lists the workspace files the code created or
-// changed (their paths only; they are not saved as artifacts).
+// a note; with an artifact service the full text is saved as an artifact
+// the note names. Both are passed on as untrusted data: a line that
+// imitates conversation structure (a role label such as "system:", a
+// chat-template token, a <code-mode> or tool-result tag) is prefixed with
+// "[untrusted output] " and its tags are written with &lt; and &gt;.
+// output_files names the artifacts the workspace files created or changed
+// by the block were saved as (empty without an artifact service).
 //
 // A turn is one invocation. Its first execute_code call opens a sandbox,
 // which the turn's later calls reuse: variables, imports and files in the
@@ -107,6 +112,21 @@
 // ADK's state without changing it. If either cannot be found with the ADK
 // version in use, calls from code fail with a [*CallbackError] rather than
 // run without the callbacks.
+//
+// # Artifacts
+//
+// With an artifact service on the runner, the code can keep data across
+// turns: save_artifact, load_artifact and list_artifacts are importable
+// from tools (Config.DisableArtifactTools leaves them out); the files a
+// block creates or changes in the workspace are saved under
+// [WorkspaceArtifactName]; and each tool result is saved as a
+// tool-result artifact ([IsToolResultArtifact], [ReadToolResult];
+// Config.DisableToolResultArtifacts turns this off), a result over
+// Config.LargeResultBytes reaching the code as a pointer to it. Every
+// version saved during a block is on the execute_code event's
+// Actions.ArtifactDelta and is passed to Config.OnArtifactsSaved. Without
+// an artifact service, the artifact tools raise a ToolError of type
+// ArtifactServiceUnavailableError and nothing else is saved.
 //
 // # Security
 //

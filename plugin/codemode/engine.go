@@ -103,7 +103,7 @@ func (e *engine) surfaceFor(ctx agent.ReadonlyContext) (*surface, error) {
 	if s := t.surface(); s != nil {
 		return s, nil
 	}
-	s, err := resolve(ctx, e.bare, e.cfg.Toolsets)
+	s, err := resolve(ctx, e.bare, e.cfg.Toolsets, e.cfg.surfaceOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,9 @@ package codemode
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"mime"
+	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -87,11 +90,25 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 			_ = s.Close()
 		}
 	}()
+	// Runs first, on every way out (tool calls may have saved artifacts
+	// before a lost connection): no save is accepted after the delta is
+	// taken, so the hook sees what the event records.
+	defer func() {
+		exec.mu.Lock()
+		exec.closed = true
+		delta := maps.Clone(exec.delta)
+		exec.mu.Unlock()
+		if len(delta) > 0 && e.cfg.OnArtifactsSaved != nil {
+			e.cfg.OnArtifactsSaved(ctx, delta)
+		}
+	}()
 
 	block := transport.Block{Code: code, Timeout: e.cfg.Timeout}
 	var res *transport.Result
+	var sess transport.Session
 	for attempt := 1; ; attempt++ {
-		sess, err := e.session(ctx, tn)
+		var err error
+		sess, err = e.session(ctx, tn)
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return nil, err
@@ -134,7 +151,7 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 			return nil, fmt.Errorf("execute_code: %w", err)
 		}
 	}
-	return e.output(res), nil
+	return e.output(ctx, exec, sess, res), nil
 }
 
 // session returns the turn's sandbox, opening it if needed.
@@ -180,8 +197,14 @@ func (e *engine) isClosed() bool {
 	return e.closed
 }
 
-// output shapes a block's result for the model.
-func (e *engine) output(res *transport.Result) map[string]any {
+// maxOutputFiles bounds the workspace files saved as artifacts after one
+// block; the rest are named in stderr.
+const maxOutputFiles = 1000
+
+// output shapes a block's result for the model. With an artifact service,
+// the files the block created or changed are saved as artifacts and listed
+// in output_files, and a stream cut for the model is saved in full.
+func (e *engine) output(ctx agent.ToolContext, exec *execCall, sess transport.Session, res *transport.Result) map[string]any {
 	stderr := res.Stderr
 	if res.ExitCode != 0 {
 		if s := strings.TrimRight(stderr, " \t\r\n"); s != "" {
@@ -191,11 +214,89 @@ func (e *engine) output(res *transport.Result) map[string]any {
 		}
 		stderr += fmt.Sprintf("Process exited with code %d.", res.ExitCode)
 	}
-	files := make([]string, 0, len(res.Files))
-	for _, f := range res.Files {
-		files = append(files, f.Path)
+	files, notes := e.saveFiles(ctx, exec, sess, res.Files)
+	stdout := e.stream(ctx, exec, "stdout", res.Stdout, res.StdoutDropped)
+	stderr = e.stream(ctx, exec, "stderr", stderr, res.StderrDropped)
+	if len(notes) > 0 {
+		if stderr != "" && !strings.HasSuffix(stderr, "\n") {
+			stderr += "\n"
+		}
+		stderr += strings.Join(notes, "\n")
 	}
-	return result(boundOutput(res.Stdout, e.cfg.MaxOutputChars), boundOutput(stderr, e.cfg.MaxOutputChars), files)
+	return result(stdout, stderr, files)
+}
+
+// saveFiles saves the workspace files a block created or changed as
+// artifacts, by [WorkspaceArtifactName], and returns their names and a note
+// for each file that could not be saved. Without an artifact service it
+// saves nothing.
+func (e *engine) saveFiles(ctx agent.ToolContext, exec *execCall, sess transport.Session, files []transport.FileInfo) (names, notes []string) {
+	if len(files) == 0 || sess == nil || !exec.hasArtifacts() {
+		return nil, nil
+	}
+	for i, f := range files {
+		if i == maxOutputFiles {
+			notes = append(notes, fmt.Sprintf("[%d more changed files were not saved as artifacts: at most %d are saved per call.]", len(files)-i, maxOutputFiles))
+			break
+		}
+		data, err := sess.ReadFile(ctx, f.Path)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("[%s was not saved as an artifact: %v]", f.Path, err))
+			continue
+		}
+		name := WorkspaceArtifactName(f.Path)
+		if _, err := exec.save(ctx, name, &genai.Part{InlineData: &genai.Blob{MIMEType: fileMIMEType(f.Path), Data: data}}); err != nil {
+			notes = append(notes, fmt.Sprintf("[%s was not saved as an artifact: %v]", f.Path, err))
+			continue
+		}
+		names = append(names, name)
+	}
+	return names, notes
+}
+
+// fileMIMEType guesses a workspace file's MIME type from its extension,
+// else application/octet-stream. The tool-result type is never given.
+func fileMIMEType(p string) string {
+	t := mime.TypeByExtension(path.Ext(p))
+	if t == "" || baseMIME(t) == ToolResultMIMEType {
+		return "application/octet-stream"
+	}
+	return t
+}
+
+// stream returns one output stream as the model sees it: bounded and
+// neutralised, with a note when something was left out. The full text of a
+// cut stream is saved as the artifact codemode-<stream>-<call>.txt, and the
+// note tells how to load it.
+func (e *engine) stream(ctx agent.ToolContext, exec *execCall, kind, text string, dropped int64) string {
+	view, cut := boundOutput(text, e.cfg.MaxOutputChars)
+	if !cut && dropped == 0 {
+		return view
+	}
+	var note strings.Builder
+	note.WriteString("\n[")
+	if cut {
+		fmt.Fprintf(&note, "Output too long: %s characters, more than the limit of %s; only the start and the end are shown.",
+			thousands(utf8.RuneCountInString(text)), thousands(e.cfg.MaxOutputChars))
+	}
+	if dropped > 0 {
+		if cut {
+			note.WriteByte(' ')
+		}
+		fmt.Fprintf(&note, "The sandbox dropped %s bytes from the middle of %s before it reached the host.", thousands(int(dropped)), kind)
+	}
+	if cut && exec.hasArtifacts() {
+		name := streamArtifactName(kind, exec.id)
+		if _, err := exec.save(ctx, name, &genai.Part{InlineData: &genai.Blob{MIMEType: "text/plain", Data: []byte(text)}}); err == nil {
+			fmt.Fprintf(&note, " The full %s was saved as the artifact %s", kind, name)
+			if !e.cfg.DisableArtifactTools {
+				fmt.Fprintf(&note, "; load it with load_artifact(filename='%s')", name)
+			}
+			note.WriteByte('.')
+		}
+	}
+	note.WriteByte(']')
+	return view + note.String()
 }
 
 func result(stdout, stderr string, files []string) map[string]any {

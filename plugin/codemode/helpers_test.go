@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/artifact"
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/plugin"
 	"google.golang.org/adk/runner"
@@ -129,6 +130,7 @@ type fixtureConfig struct {
 	plugins    []*plugin.Plugin
 	noPlugin   bool // attach only the before-model hook to the agent, without the plugin
 	skipNoJail bool
+	artifacts  artifact.Service // the runner's artifact service; nil for none
 }
 
 func newFixture(t *testing.T, m *scriptedModel, fc fixtureConfig) *fixture {
@@ -165,6 +167,7 @@ func newFixture(t *testing.T, m *scriptedModel, fc fixtureConfig) *fixture {
 		Agent:             a,
 		SessionService:    svc,
 		PluginConfig:      runner.PluginConfig{Plugins: plugins},
+		ArtifactService:   fc.artifacts,
 		AutoCreateSession: true,
 	})
 	if err != nil {

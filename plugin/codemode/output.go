@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,29 +15,79 @@ import (
 // truncationMarker joins the head and the tail of a long output.
 const truncationMarker = "\n... [truncated] ...\n"
 
-// boundOutput returns text as the model sees it: unchanged when it has at
-// most limit characters, else the first 70% of the limit, a marker, the
-// last part, and a note giving the full length. A limit of 40 or less gives
-// a plain prefix. This is the one place output is bounded.
-func boundOutput(text string, limit int) string {
+// boundOutput returns text as the model sees it, without the note: the
+// text itself when it has at most limit characters, else the first 70% of
+// the limit, a marker and the last part (a limit of 40 or less gives a
+// plain prefix). Either way the text is passed through [neutralise]. cut
+// says whether anything was left out. This is the one place output is
+// bounded.
+func boundOutput(text string, limit int) (view string, cut bool) {
 	if limit <= 0 || len(text) <= limit {
-		return text
+		return neutralise(text), false
 	}
 	n := utf8.RuneCountInString(text)
 	if n <= limit {
-		return text
+		return neutralise(text), false
 	}
 	runes := []rune(text)
-	var view string
 	if limit <= 40 {
-		view = string(runes[:limit])
-	} else {
-		head := int(0.7 * float64(limit))
-		tail := limit - head - len(truncationMarker)
-		view = string(runes[:head]) + truncationMarker + string(runes[n-tail:])
+		return neutralise(string(runes[:limit])), true
 	}
-	return view + fmt.Sprintf("\n[Output too long: %s characters, more than the limit of %s; only the start and the end are shown.]",
-		thousands(n), thousands(limit))
+	head := int(0.7 * float64(limit))
+	tail := limit - head - len(truncationMarker)
+	return neutralise(string(runes[:head])) + truncationMarker + neutralise(string(runes[n-tail:])), true
+}
+
+// untrustedPrefix starts every output line that imitates conversation
+// structure.
+const untrustedPrefix = "[untrusted output] "
+
+var (
+	// roleLine matches a line that opens like a turn of a transcript: a
+	// role label and a colon, perhaps after markdown decoration.
+	roleLine = regexp.MustCompile(`(?i)^[\s>#*_\-]*[\[(]?\s*(system|user|assistant|model|tool|function|human|developer)\s*[\])]?\s*:`)
+	// framing matches the tokens that frame a conversation: chat-template
+	// tokens such as <|im_start|>, turn markers, the tags of the
+	// <code-mode> block and of tool calls and results, and the JSON keys
+	// of function calls and responses.
+	framing = regexp.MustCompile(`(?i)<\|[^|<>\n]{0,64}\|>|</?\s*(code-mode|how-to-use|tools-package|system|instructions?|start_of_turn|end_of_turn|tool[-_]?(?:output|result|response|call|code)|function[-_]?(?:response|call|result|results|calls))\b[^<>\n]{0,256}>|"(function_?response|function_?call|tool_?result|tool_?call)"\s*:`)
+)
+
+// neutralise defuses text that imitates conversation structure, so that
+// sandbox output cannot pass for the system, the user or a tool result.
+// Each line that starts with a role label ("system:", "### Assistant:",
+// "[user]:") or holds a framing token (see framing) gets untrustedPrefix;
+// in it, the angle brackets of framing tags and chat-template tokens are
+// written as &lt; and &gt;. Every other line is left exactly as it is.
+func neutralise(text string) string {
+	if !mayFrame(text) {
+		return text
+	}
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		body := strings.TrimRight(l, "\r\n")
+		role := roleLine.MatchString(body)
+		frame := framing.MatchString(body)
+		if !role && !frame {
+			continue
+		}
+		if frame {
+			body = framing.ReplaceAllStringFunc(body, func(m string) string {
+				if !strings.HasPrefix(m, "<") {
+					return m
+				}
+				return strings.ReplaceAll(strings.ReplaceAll(m, "<", "&lt;"), ">", "&gt;")
+			})
+		}
+		lines[i] = untrustedPrefix + body + l[len(strings.TrimRight(l, "\r\n")):]
+	}
+	return strings.Join(lines, "")
+}
+
+// mayFrame is a quick test that lets plain output skip the regular
+// expressions: framing needs '<' or a quote, a role label a colon.
+func mayFrame(text string) bool {
+	return strings.ContainsAny(text, "<\":")
 }
 
 // thousands formats n with comma separators: 1,000,000.

@@ -1,7 +1,10 @@
 package codemode
 
 import (
+	"encoding/json"
 	"fmt"
+
+	"google.golang.org/genai"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool"
@@ -22,6 +25,85 @@ type surfaceTool struct {
 	name      string // raw ADK name
 	tool      runnableTool
 	validator *schema.Validator // nil when the schema cannot be compiled
+
+	// builtin: one of the artifact tools, whose {"result": v} is unwrapped
+	// and whose result is never saved as an artifact.
+	builtin bool
+	// saveResult: the result is saved as a tool-result artifact.
+	saveResult bool
+	// popName and popDesc: artifact_name and artifact_description were
+	// added to the declaration by Code Mode and are taken out of the
+	// arguments before the tool sees them.
+	popName, popDesc bool
+}
+
+// surfaceOptions are the parts of Config that shape the surface.
+type surfaceOptions struct {
+	artifactTools   bool
+	resultArtifacts bool
+}
+
+func (cfg Config) surfaceOptions() surfaceOptions {
+	return surfaceOptions{artifactTools: !cfg.DisableArtifactTools, resultArtifacts: !cfg.DisableToolResultArtifacts}
+}
+
+// Parameters added to each tool whose result is saved as an artifact.
+const (
+	paramArtifactName        = "artifact_name"
+	paramArtifactDescription = "artifact_description"
+)
+
+// withNamingParams returns decl with the optional string parameters
+// artifact_name and artifact_description added, unless it declares them
+// already, and which of the two it added. A declaration whose parameters
+// are not a JSON object schema is returned unchanged.
+func withNamingParams(decl *genai.FunctionDeclaration) (*genai.FunctionDeclaration, bool, bool) {
+	var src any
+	switch {
+	case decl.ParametersJsonSchema != nil:
+		src = decl.ParametersJsonSchema
+	case decl.Parameters != nil:
+		src = decl.Parameters
+	}
+	root := map[string]any{"type": "object"}
+	if src != nil {
+		b, err := json.Marshal(src)
+		if err != nil {
+			return decl, false, false
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil || m == nil {
+			return decl, false, false
+		}
+		root = m
+	}
+	props, _ := root["properties"].(map[string]any)
+	if props == nil {
+		if root["properties"] != nil {
+			return decl, false, false
+		}
+		props = map[string]any{}
+	}
+	var addName, addDesc bool
+	if _, ok := props[paramArtifactName]; !ok {
+		props[paramArtifactName] = map[string]any{"type": "string", "description": "Save this call's result as an artifact under this name (.json is added); by default it is saved as codemode-tool-<tool>-<call>.json."}
+		addName = true
+	}
+	if _, ok := props[paramArtifactDescription]; !ok {
+		props[paramArtifactDescription] = map[string]any{"type": "string", "description": "A description kept with the saved result."}
+		addDesc = true
+	}
+	if !addName && !addDesc {
+		return decl, false, false
+	}
+	root["properties"] = props
+	if root["type"] == nil {
+		root["type"] = "object"
+	}
+	d := *decl
+	d.Parameters = nil
+	d.ParametersJsonSchema = root
+	return &d, addName, addDesc
 }
 
 // lookup resolves a name sent by the sandbox: a dotted path, else a raw
@@ -68,7 +150,7 @@ func staticTools(tools []tool.Tool) ([]namespacedTool, error) {
 
 // resolve builds the surface of the bare tools plus the toolsets' tools as
 // they are for this invocation.
-func resolve(ctx agent.ReadonlyContext, bare []namespacedTool, toolsets []tool.Toolset) (*surface, error) {
+func resolve(ctx agent.ReadonlyContext, bare []namespacedTool, toolsets []tool.Toolset, opt surfaceOptions) (*surface, error) {
 	all := append([]namespacedTool(nil), bare...)
 	for _, ts := range toolsets {
 		tools, err := ts.Tools(ctx)
@@ -79,12 +161,23 @@ func resolve(ctx agent.ReadonlyContext, bare []namespacedTool, toolsets []tool.T
 			all = append(all, namespacedTool{ns: ts.Name(), t: t})
 		}
 	}
-	return buildSurface(all)
+	return buildSurface(all, opt)
 }
 
-func buildSurface(all []namespacedTool) (*surface, error) {
+// buildSurface builds the surface of the given tools, with the artifact
+// tools at the top level ahead of them and the naming parameters added
+// as opt says.
+func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
+	if opt.artifactTools {
+		var builtins []namespacedTool
+		for _, t := range artifactTools() {
+			builtins = append(builtins, namespacedTool{t: t})
+		}
+		all = append(builtins, all...)
+	}
 	rtools := make([]render.Tool, 0, len(all))
 	byKey := map[[2]string]runnableTool{}
+	pops := map[[2]string][2]bool{}
 	for _, nt := range all {
 		rt, ok := nt.t.(runnableTool)
 		if !ok {
@@ -93,6 +186,11 @@ func buildSurface(all []namespacedTool) (*surface, error) {
 		decl := rt.Declaration()
 		if decl == nil {
 			return nil, &NotRunnableError{Tool: nt.t.Name()}
+		}
+		if _, builtin := rt.(*artifactTool); opt.resultArtifacts && !builtin {
+			var addName, addDesc bool
+			decl, addName, addDesc = withNamingParams(decl)
+			pops[[2]string{nt.ns, decl.Name}] = [2]bool{addName, addDesc}
 		}
 		rtools = append(rtools, render.Tool{Namespace: nt.ns, Declaration: decl})
 		byKey[[2]string{nt.ns, decl.Name}] = rt
@@ -103,7 +201,14 @@ func buildSurface(all []namespacedTool) (*surface, error) {
 	}
 	s := &surface{reg: reg, tools: map[string]*surfaceTool{}, files: map[string][]byte{}}
 	for _, e := range reg.Entries() {
-		st := &surfaceTool{name: e.Name, tool: byKey[[2]string{e.Namespace, e.Name}]}
+		key := [2]string{e.Namespace, e.Name}
+		st := &surfaceTool{name: e.Name, tool: byKey[key]}
+		if _, ok := st.tool.(*artifactTool); ok {
+			st.builtin = true
+		} else if opt.resultArtifacts {
+			st.saveResult = true
+			st.popName, st.popDesc = pops[key][0], pops[key][1]
+		}
 		if v, err := schema.CompileValidator(e.Declaration); err == nil {
 			st.validator = v
 		}

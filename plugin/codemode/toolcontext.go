@@ -26,8 +26,49 @@ type execCall struct {
 
 	mu     sync.Mutex
 	n      int
-	closed bool // the execute_code call returned; late effects are dropped
+	closed bool             // the execute_code call returned; late effects are dropped
+	delta  map[string]int64 // artifacts saved during the call: name → highest version
 }
+
+// errCallEnded refuses effects that arrive after execute_code returned.
+var errCallEnded = errors.New("codemode: the execute_code call that made this tool call has ended")
+
+// save saves an artifact through the execute_code call's artifacts, so the
+// version lands on its event, and records it in the call's delta.
+func (c *execCall) save(ctx context.Context, name string, part *genai.Part) (*artifact.SaveResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errCallEnded
+	}
+	a := c.parent.Artifacts()
+	if a == nil {
+		return nil, &ArtifactServiceUnavailableError{Tool: ToolName}
+	}
+	resp, err := a.Save(ctx, name, part)
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, errors.New("codemode: the artifact service returned no version")
+	}
+	if c.delta == nil {
+		c.delta = map[string]int64{}
+	}
+	c.delta[name] = max(c.delta[name], resp.Version)
+	// ADK's tracked artifacts record the last version saved; keep the
+	// highest, so the event agrees with the delta under parallel saves.
+	if pa := c.parent.Actions(); pa != nil {
+		if pa.ArtifactDelta == nil {
+			pa.ArtifactDelta = map[string]int64{}
+		}
+		pa.ArtifactDelta[name] = c.delta[name]
+	}
+	return resp, nil
+}
+
+// hasArtifacts says whether the execute_code call can save artifacts.
+func (c *execCall) hasArtifacts() bool { return c.parent.Artifacts() != nil }
 
 // nextID returns the synthetic function call id of the next tool call.
 func (c *execCall) nextID() string {
@@ -134,16 +175,14 @@ type callArtifacts struct {
 }
 
 func (a callArtifacts) Save(ctx context.Context, name string, data *genai.Part) (*artifact.SaveResponse, error) {
+	resp, err := a.c.exec.save(ctx, name, data)
+	if err != nil {
+		return nil, err
+	}
 	a.c.exec.mu.Lock()
-	defer a.c.exec.mu.Unlock()
-	if a.c.exec.closed {
-		return nil, errors.New("codemode: the execute_code call that made this tool call has ended")
-	}
-	resp, err := a.inner.Save(ctx, name, data)
-	if err == nil && resp != nil {
-		a.c.actions.ArtifactDelta[name] = max(a.c.actions.ArtifactDelta[name], resp.Version)
-	}
-	return resp, err
+	a.c.actions.ArtifactDelta[name] = max(a.c.actions.ArtifactDelta[name], resp.Version)
+	a.c.exec.mu.Unlock()
+	return resp, nil
 }
 
 func (a callArtifacts) List(ctx context.Context) (*artifact.ListResponse, error) {

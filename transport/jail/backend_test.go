@@ -52,15 +52,21 @@ func TestSessionDaemonDiesWithSession(t *testing.T) {
 	s := openSession(t, jail.Config{})
 	token := fmt.Sprintf("codemode-daemon-%d", time.Now().UnixNano())
 	r, err := s.Exec(t.Context(), transport.Block{Code: fmt.Sprintf(`
-import os, subprocess
-# Double fork and a new session: the classic way to escape a parent.
-subprocess.run(["sh", "-c", "setsid sleep 3600 %s </dev/null >/dev/null 2>&1 &"])
+import subprocess, sys
+# Double fork and a new session: the classic way to escape a parent. The
+# token is an argument the daemon ignores, to find it from the host.
+subprocess.run(["sh", "-c", "setsid " + sys.executable + " -c 'import time; time.sleep(3600)' %s </dev/null >/dev/null 2>&1 &"])
 `, token), Timeout: 10 * time.Second})
 	if err != nil || r.ExitCode != 0 {
 		t.Fatalf("%v %+v", err, r)
 	}
-	if len(procsWith(t, token)) == 0 {
-		t.Fatal("the daemon did not start")
+	// The daemon runs on its own; a process in the middle of an exec may
+	// briefly show an empty command line, so look more than once.
+	for deadline := time.Now().Add(10 * time.Second); len(procsWith(t, token)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := s.Close(); err != nil && !errors.Is(err, transport.ErrClosed) {
 		t.Fatal(err)

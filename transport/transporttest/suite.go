@@ -270,12 +270,13 @@ func testConcurrentToolCalls(t *testing.T, nb NewBackend) {
 	all := make(chan struct{})
 	var once sync.Once
 	h := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
-		if v := inFlight.Add(1); v >= n {
+		v := inFlight.Add(1)
+		if v >= n {
 			once.Do(func() { close(all) })
 		}
 		for {
-			cur, p := inFlight.Load(), peak.Load()
-			if cur <= p || peak.CompareAndSwap(p, cur) {
+			p := peak.Load()
+			if v <= p || peak.CompareAndSwap(p, v) {
 				break
 			}
 		}
@@ -460,7 +461,7 @@ func testOutputBound(t *testing.T, nb NewBackend) {
 	}
 	// The worst case for the frame size: both streams at the default bound
 	// with bytes that JSON escapes six-fold, and invalid UTF-8.
-	r = exec(t, s, transport.Block{Code: "import os\nfor fd in (1, 2):\n    os.write(fd, b'\\x01\\xff' * 3_000_000)"})
+	r = exec(t, s, transport.Block{Code: "import os\nfor fd in (1, 2):\n    os.write(fd, b'\\x01\\xff' * 2_200_000)", Timeout: 2 * time.Minute})
 	if len(r.Stdout) < 4<<20 || r.StdoutDropped == 0 || r.StderrDropped == 0 {
 		t.Errorf("escaped flood: %d bytes kept, %d and %d dropped", len(r.Stdout), r.StdoutDropped, r.StderrDropped)
 	}

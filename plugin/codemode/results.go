@@ -1,0 +1,61 @@
+package codemode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/genai"
+)
+
+// resultNaming holds the artifact_name and artifact_description arguments
+// of one tool call.
+type resultNaming struct {
+	name, description string
+}
+
+// saveToolResult saves a tool call's result, already JSON-safe, as a
+// tool-result artifact, and returns what the code gets: the value itself,
+// or, when its JSON is over Config.LargeResultBytes and load_artifact is
+// available, a pointer to the artifact. Without an artifact service, or
+// when the save fails, the value is returned as it is.
+func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming resultNaming, value any) any {
+	if !exec.hasArtifacts() {
+		return value
+	}
+	data, err := marshalJSON(value)
+	if err != nil {
+		return value
+	}
+	name := toolResultArtifactName(naming.name, st.name, callID)
+	env, err := marshalJSON(ToolResult{Tool: st.name, CallID: callID, Name: naming.name, Description: naming.description, Result: data})
+	if err != nil {
+		return value
+	}
+	if _, err := exec.save(ctx, name, &genai.Part{InlineData: &genai.Blob{MIMEType: ToolResultMIMEType, Data: env}}); err != nil {
+		return value
+	}
+	limit := e.cfg.LargeResultBytes
+	if limit < 0 || len(data) <= limit || e.cfg.DisableArtifactTools {
+		return value
+	}
+	return map[string]any{
+		"tool_result_artifact": name,
+		"size_bytes":           len(data),
+		"note": fmt.Sprintf("The result of %s is %s bytes of JSON, over the %s-byte limit, so it was saved as the artifact %s instead of being returned. "+
+			"Load it with: json.loads(load_artifact(filename='%s')['data'])['result']",
+			st.name, thousands(len(data)), thousands(limit), name, name),
+	}
+}
+
+// marshalJSON encodes v without escaping <, > and &.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

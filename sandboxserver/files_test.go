@@ -1,0 +1,236 @@
+package sandboxserver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+func paths(files []transport.FileInfo) []string {
+	out := []string{}
+	for _, f := range files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+func write(t testing.TB, root, rel, data string) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trackerModes runs f with a watching tracker and with a walking one; both
+// must give the same answers.
+func trackerModes(t *testing.T, f func(t *testing.T, root string, tr *tracker)) {
+	for _, mode := range []string{"watch", "walk"} {
+		t.Run(mode, func(t *testing.T) {
+			root := t.TempDir()
+			tr := newTracker(root, 100_000)
+			switch {
+			case mode == "walk":
+				tr.stopWatching()
+			case tr.in < 0:
+				t.Skip("inotify is unavailable here")
+			}
+			f(t, root, tr)
+		})
+	}
+}
+
+func TestTrackerListsWhatChanged(t *testing.T) {
+	trackerModes(t, func(t *testing.T, root string, tr *tracker) {
+		write(t, root, "old.txt", "old")
+		write(t, root, "keep/k.txt", "k")
+		tr.baseline()
+		if got := paths(tr.changed()); len(got) != 0 {
+			t.Errorf("nothing changed, got %v", got)
+		}
+		write(t, root, "old.txt", "changed")
+		write(t, root, "new/deep/er/n.txt", "n") // directories made after the baseline
+		write(t, root, "a.txt", "a")
+		if err := os.Symlink("/etc/passwd", filepath.Join(root, "passwd")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/etc", filepath.Join(root, "new/etc")); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		write(t, root, "hard1", "h")
+		if err := os.Link(filepath.Join(root, "hard1"), filepath.Join(root, "hard2")); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a.txt", "new/deep/er/n.txt", "old.txt"}
+		if got := paths(tr.changed()); !slices.Equal(got, want) {
+			t.Errorf("first change: %v, want %v", got, want)
+		}
+		// A second call lists only what changed since the first.
+		write(t, root, "new/deep/er/n.txt", "n2")
+		if err := os.Remove(filepath.Join(root, "a.txt")); err != nil {
+			t.Fatal(err)
+		}
+		write(t, root, "keep/sub/s.txt", "s")
+		want = []string{"keep/sub/s.txt", "new/deep/er/n.txt"}
+		if got := paths(tr.changed()); !slices.Equal(got, want) {
+			t.Errorf("second change: %v, want %v", got, want)
+		}
+		// A file with a second link is not listed, even when written;
+		// with one link again, it is.
+		if err := os.Link(filepath.Join(root, "old.txt"), filepath.Join(root, "old2")); err != nil {
+			t.Fatal(err)
+		}
+		write(t, root, "old.txt", "linked")
+		if got := paths(tr.changed()); len(got) != 0 {
+			t.Errorf("after linking: %v, want nothing", got)
+		}
+		if err := os.Remove(filepath.Join(root, "old2")); err != nil {
+			t.Fatal(err)
+		}
+		write(t, root, "old.txt", "one link again")
+		if got := paths(tr.changed()); !slices.Equal(got, []string{"old.txt"}) {
+			t.Errorf("after unlinking: %v, want [old.txt]", got)
+		}
+	})
+}
+
+func TestTrackerRenames(t *testing.T) {
+	trackerModes(t, func(t *testing.T, root string, tr *tracker) {
+		write(t, root, "d/x.txt", "x")
+		tr.baseline()
+		if err := os.Rename(filepath.Join(root, "d"), filepath.Join(root, "e")); err != nil {
+			t.Fatal(err)
+		}
+		if got := paths(tr.changed()); !slices.Equal(got, []string{"e/x.txt"}) {
+			t.Errorf("after renaming the directory: %v, want [e/x.txt]", got)
+		}
+		// The watch follows the directory to its new name.
+		write(t, root, "e/y.txt", "y")
+		if err := os.Rename(filepath.Join(root, "e/x.txt"), filepath.Join(root, "z.txt")); err != nil {
+			t.Fatal(err)
+		}
+		if got := paths(tr.changed()); !slices.Equal(got, []string{"e/y.txt", "z.txt"}) {
+			t.Errorf("after writing in it: %v, want [e/y.txt z.txt]", got)
+		}
+	})
+}
+
+func TestTrackerDirectoryReplacedBySymlink(t *testing.T) {
+	trackerModes(t, func(t *testing.T, root string, tr *tracker) {
+		outside := t.TempDir()
+		write(t, outside, "secret", "host data")
+		write(t, root, "d/f.txt", "f")
+		tr.baseline()
+		write(t, root, "d/f.txt", "changed")
+		// Before the tracker looks, d becomes a symlink to a directory
+		// outside the workspace holding a file of the same name.
+		write(t, outside, "f.txt", "outside")
+		if err := os.RemoveAll(filepath.Join(root, "d")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(root, "d")); err != nil {
+			t.Fatal(err)
+		}
+		if got := paths(tr.changed()); len(got) != 0 {
+			t.Errorf("listed %v through a symlink", got)
+		}
+	})
+}
+
+func TestTrackerOverflowFallsBackToWalk(t *testing.T) {
+	root := t.TempDir()
+	tr := newTracker(root, 100_000)
+	if tr.in < 0 {
+		t.Skip("inotify is unavailable here")
+	}
+	write(t, root, "a.txt", "a")
+	tr.baseline()
+	write(t, root, "a.txt", "a2")
+	write(t, root, "b.txt", "b")
+	// As if the kernel had dropped events: the next call walks, and still
+	// lists only what changed.
+	tr.drain()
+	tr.pending = nil
+	tr.rescan = true
+	if got := paths(tr.changed()); !slices.Equal(got, []string{"a.txt", "b.txt"}) {
+		t.Errorf("after an overflow: %v, want [a.txt b.txt]", got)
+	}
+	if tr.in < 0 {
+		t.Fatalf("the tracker stopped watching after one overflow")
+	}
+	write(t, root, "c.txt", "c")
+	if got := paths(tr.changed()); !slices.Equal(got, []string{"c.txt"}) {
+		t.Errorf("watching again: %v, want [c.txt]", got)
+	}
+}
+
+func TestTrackerTooManyDirectories(t *testing.T) {
+	root := t.TempDir()
+	tr := newTracker(root, 100_000)
+	if tr.in < 0 {
+		t.Skip("inotify is unavailable here")
+	}
+	tr.baseline()
+	for i := range maxWatches + 1 {
+		if err := os.MkdirAll(filepath.Join(root, fmt.Sprintf("d%d", i/128), fmt.Sprint(i%128)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, root, "d0/0/f.txt", "f")
+	if got := paths(tr.changed()); !slices.Equal(got, []string{"d0/0/f.txt"}) {
+		t.Errorf("over the watch limit: %v, want [d0/0/f.txt]", got)
+	}
+	if tr.in >= 0 {
+		t.Errorf("still watching %d directories, over the limit of %d", len(tr.wds), maxWatches)
+	}
+	write(t, root, "g.txt", "g")
+	if got := paths(tr.changed()); !slices.Equal(got, []string{"g.txt"}) {
+		t.Errorf("walking: %v, want [g.txt]", got)
+	}
+}
+
+// BenchmarkChangedAfterBlock10k measures the look for changes after a
+// block that changed one file in a workspace of 10,000 files (100
+// directories of 100), watching and walking.
+func BenchmarkChangedAfterBlock10k(b *testing.B) {
+	for _, mode := range []string{"watch", "walk"} {
+		b.Run(mode, func(b *testing.B) {
+			root := b.TempDir()
+			for i := range 10_000 {
+				write(b, root, fmt.Sprintf("d%02d/f%03d.txt", i/100, i%100), "x")
+			}
+			tr := newTracker(root, 100_000)
+			if mode == "walk" {
+				tr.stopWatching()
+			} else if tr.in < 0 {
+				b.Skip("inotify is unavailable here")
+			}
+			tr.baseline()
+			target := filepath.Join(root, "d42/f042.txt")
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				if err := os.WriteFile(target, []byte(strings.Repeat("x", 1+i%2)), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if got := tr.changed(); len(got) != 1 || got[0].Path != "d42/f042.txt" {
+					b.Fatalf("changed() = %v", got)
+				}
+			}
+		})
+	}
+}
