@@ -18,6 +18,7 @@ test: lint
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	GOOS=darwin $(GO) vet $(PKGS)
 
 fmt:
 	gofmt -w .

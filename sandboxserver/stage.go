@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandboxserver
 
 import (
@@ -14,12 +16,6 @@ import (
 
 	"github.com/adk-codemode/codemode/transport"
 )
-
-// Stage is the argv[0] under which a program that imports this package runs
-// the sandbox server instead of its own main. Backends start the server by
-// re-executing their own binary under this name, with the JSON encoding of
-// a [Config] as argv[1] and the host connection (a socket) as fd 3.
-const Stage = "codemode-sandboxserver"
 
 // controlFD is the socket to the host in the re-executed server.
 const controlFD = 3
@@ -69,16 +65,6 @@ func stageMain(args []string) int {
 		return 1
 	}
 	return 0
-}
-
-// StageArgs returns the argv that starts the server with cfg in a
-// re-executed binary: argv[0] is [Stage].
-func StageArgs(cfg Config) ([]string, error) {
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return []string{Stage, string(b)}, nil
 }
 
 // SocketPair returns the two ends of a stream socket for the host

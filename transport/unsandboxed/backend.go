@@ -1,3 +1,5 @@
+//go:build linux
+
 package unsandboxed
 
 import (
@@ -14,35 +16,6 @@ import (
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
 )
-
-// Backend starts unsandboxed sessions. The zero value uses the host's
-// python3.
-type Backend struct {
-	// Python is the interpreter; empty means /usr/bin/python3 if present,
-	// else python3 from PATH.
-	Python string
-	// MaxOutputBytes bounds each output stream per block; zero means the
-	// server default.
-	MaxOutputBytes int64
-}
-
-var _ transport.Backend = (*Backend)(nil)
-
-// Name identifies the backend and its interpreter.
-func (b *Backend) Name() string { return "unsandboxed:" + b.python() }
-
-func (b *Backend) python() string {
-	if b.Python != "" {
-		return b.Python
-	}
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		return "/usr/bin/python3"
-	}
-	if p, err := exec.LookPath("python3"); err == nil {
-		return p
-	}
-	return "python3"
-}
 
 // Open starts a session.
 func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {

@@ -1,0 +1,90 @@
+package sandboxserver
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Stage is the argv[0] under which a program that imports this package runs
+// the sandbox server instead of its own main. Backends start the server by
+// re-executing their own binary under this name, with the JSON encoding of
+// a [Config] as argv[1] and the host connection (a socket) as fd 3.
+const Stage = "codemode-sandboxserver"
+
+// Config configures [Serve].
+type Config struct {
+	// Python is the interpreter to run. Required.
+	Python string `json:"python"`
+	// Workdir is the worker's working directory, whose new and changed
+	// files are reported after each block. Required.
+	Workdir string `json:"workdir"`
+	// FilesDir, if set, is put first on sys.path (the generated tools
+	// package lives there).
+	FilesDir string `json:"files_dir,omitempty"`
+	// Env is the worker's environment. The runner removes everything that
+	// is not on its allowlist before user code runs.
+	Env []string `json:"env,omitempty"`
+	// MaxOutputBytes is the default bound per stream and block; a run frame
+	// may set another. Zero means 4 MiB, which is also the most a run
+	// frame may ask for: even escaped as JSON, the output of both streams
+	// then fits in one frame.
+	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
+	// MaxFileBytes bounds a file sent with get_file. Zero means 32 MiB.
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+	// MaxFiles bounds the workspace entries examined after a block. Zero
+	// means 100,000.
+	MaxFiles int `json:"max_files,omitempty"`
+	// SysPath, if set, is the interpreter's sys.path as the site module
+	// builds it (see [ProbeSysPath]). The worker then starts without
+	// site, which is much faster; the builtins that site adds (exit,
+	// quit, help, ...) are still there. The .pth files' import lines are
+	// not run.
+	SysPath []string `json:"sys_path,omitempty"`
+	// WorkerAddressSpace, if positive, is the RLIMIT_AS of the Python
+	// worker, set before it reads its first block.
+	WorkerAddressSpace int64 `json:"worker_address_space,omitempty"`
+	// StartTimeout bounds the worker's start. Zero means 30s.
+	StartTimeout time.Duration `json:"start_timeout,omitempty"`
+}
+
+func (c *Config) setDefaults() error {
+	if c.Python == "" || c.Workdir == "" {
+		return errors.New("sandboxserver: Config.Python and Config.Workdir are required")
+	}
+	if c.MaxOutputBytes <= 0 || c.MaxOutputBytes > maxOutputBytes {
+		c.MaxOutputBytes = maxOutputBytes
+	}
+	if c.MaxFileBytes <= 0 {
+		c.MaxFileBytes = 32 << 20
+	}
+	if c.MaxFiles <= 0 {
+		c.MaxFiles = 100_000
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
+	}
+	return nil
+}
+
+// maxOutputBytes is the default and largest bound on what is kept of each
+// output stream per block: even escaped as JSON, the output of both streams
+// then fits in one frame.
+const maxOutputBytes = 4 << 20
+
+// StageArgs returns the argv that starts the server with cfg in a
+// re-executed binary: argv[0] is [Stage].
+func StageArgs(cfg Config) ([]string, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return []string{Stage, string(b)}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

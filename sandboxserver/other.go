@@ -1,0 +1,27 @@
+//go:build !linux
+
+package sandboxserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// errNotLinux is what the server answers on other systems.
+var errNotLinux = errors.New("sandboxserver: the sandbox server runs on Linux only; on this system, use a sandbox on a Linux machine")
+
+// Serve fails: the sandbox server needs Linux.
+func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error { return errNotLinux }
+
+// RunStage fails: the sandbox server needs Linux.
+func RunStage(argv []string) int {
+	fmt.Fprintln(os.Stderr, errNotLinux)
+	return 1
+}
+
+// SocketPair fails: the sandbox server needs Linux.
+func SocketPair() (host, sandbox *os.File, err error) { return nil, nil, errNotLinux }
