@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -27,26 +25,13 @@ Flags:
 
 // runCatalog implements "codemode catalog".
 func runCatalog(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("catalog", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("catalog", catalogUsage, stderr)
 	decls := fs.String("decls", "", "JSON `file` of function declarations (required)")
 	detail := fs.String("detail", "full", "catalog `detail`: full or names (ignored with --block)")
 	block := fs.Bool("block", false, "print the whole <code-mode> block")
 	budget := fs.Int("budget", render.DefaultBudget, "block size limit in `characters`")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), catalogUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "codemode catalog: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
+	if code, ok := parseFlags(fs, args, 0); !ok {
+		return code
 	}
 	if *decls == "" {
 		fmt.Fprintln(stderr, "codemode catalog: --decls is required")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -50,8 +49,7 @@ type blockJSON struct {
 }
 
 func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("exec", execUsage, stderr)
 	var codes codeFlags
 	fs.Var(&codes, "c", "Python `code` to run as one block (repeatable)")
 	backend := fs.String("backend", defaultBackend, "sandbox `name`: "+backendNames())
@@ -59,15 +57,8 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 60*time.Second, "time limit per block; 0 means none")
 	asJSON := fs.Bool("json", false, "print one JSON object per block")
 	out := fs.String("out", "", "copy the files each block creates or changes in the workspace to `dir`")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), execUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args, -1); !ok {
+		return code
 	}
 	blocks := []string(codes)
 	switch {

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,24 +30,11 @@ Flags:
 
 // runStubs implements "codemode stubs".
 func runStubs(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("stubs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("stubs", stubsUsage, stderr)
 	decls := fs.String("decls", "", "JSON `file` of function declarations (required)")
 	out := fs.String("out", "", "`directory` to write the tools package to; stdout as txtar if empty")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), stubsUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "codemode stubs: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
+	if code, ok := parseFlags(fs, args, 0); !ok {
+		return code
 	}
 	if *decls == "" {
 		fmt.Fprintln(stderr, "codemode stubs: --decls is required")

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/tailbuf"
 
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
@@ -98,7 +99,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	if err != nil {
 		return nil, err
 	}
-	stderr := &tailBuffer{max: 16 << 10}
+	stderr := &tailbuf.Buffer{Max: 16 << 10}
 	// The jail outlives ctx, which only bounds the start.
 	cmd, err := Start(context.Background(), cfg, Spec{
 		Args:       args,
@@ -133,27 +134,4 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		return nil, fmt.Errorf("jail: %w", err)
 	}
 	return &Session{Client: client, cmd: cmd}, nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (w *tailBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	if len(w.buf) > w.max {
-		w.buf = w.buf[len(w.buf)-w.max:]
-	}
-	return len(p), nil
-}
-
-func (w *tailBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return string(w.buf)
 }

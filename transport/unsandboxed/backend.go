@@ -9,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/tailbuf"
 
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
@@ -75,7 +76,7 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 		Env:         []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 		Dir:         ws,
 		ExtraFiles:  []*os.File{sandboxEnd},
-		Stderr:      &tailWriter{max: 16 << 10},
+		Stderr:      &tailbuf.Buffer{Max: 16 << 10},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	if err := cmd.Start(); err != nil {
@@ -100,7 +101,7 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 	conn := transport.NewConn(hostEnd, hostEnd, hostEnd, 0)
 	s, err := transport.NewClient(ctx, conn, cfg, transport.ClientOptions{OnClose: stop})
 	if err != nil {
-		if msg := strings.TrimSpace(cmd.Stderr.(*tailWriter).String()); msg != "" {
+		if msg := strings.TrimSpace(cmd.Stderr.(*tailbuf.Buffer).String()); msg != "" {
 			err = fmt.Errorf("%w\n%s", err, msg)
 		}
 		return nil, fmt.Errorf("unsandboxed: %w", err)
@@ -123,27 +124,4 @@ func writeFiles(root string, files map[string][]byte) error {
 		}
 	}
 	return nil
-}
-
-// tailWriter keeps the last max bytes written to it.
-type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (w *tailWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	if len(w.buf) > w.max {
-		w.buf = w.buf[len(w.buf)-w.max:]
-	}
-	return len(p), nil
-}
-
-func (w *tailWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return string(w.buf)
 }
