@@ -55,16 +55,43 @@ const DefaultBudget = 50000
 // header comment and the import line; with Full detail it also has every
 // tool's signature and docstring.
 func (r *Registry) Catalog(d Detail) string {
+	return r.catalog(d).text
+}
+
+// catalogText is a rendered catalog with the size of its text as the
+// tools-package element holds it.
+type catalogText struct {
+	text string
+	// runes counts the code points of text without its leading and
+	// trailing newlines.
+	runes int
+}
+
+func (r *Registry) catalog(d Detail) catalogText {
 	if d != Names {
 		d = Full
 	}
-	r.catalogOnce[d].Do(func() { r.catalogs[d] = r.buildCatalog(d) })
+	r.catalogOnce[d].Do(func() {
+		text := r.buildCatalog(d)
+		r.catalogs[d] = catalogText{text: text, runes: utf8.RuneCountInString(strings.Trim(text, "\n"))}
+	})
 	return r.catalogs[d]
 }
 
 func (r *Registry) buildCatalog(d Detail) string {
-	rendered := r.render()
-	var sections []string
+	var rendered []renderedTool
+	size := 0
+	if d == Full {
+		rendered = r.render()
+		for _, rt := range rendered {
+			size += len(rt.catalogSig) + len(rt.docstring) + 10
+		}
+	}
+	for _, e := range r.entries {
+		size += len(e.Attr) + 2
+	}
+	var sb strings.Builder
+	sb.Grow(size + 64*len(r.Namespaces()) + 64)
 	for start := 0; start < len(r.entries); {
 		end := start
 		for end < len(r.entries) && r.entries[end].Package == r.entries[start].Package {
@@ -74,23 +101,32 @@ func (r *Registry) buildCatalog(d Detail) string {
 		if pkg := r.entries[start].Package; pkg != "" {
 			module += "." + pkg
 		}
-		attrs := make([]string, 0, end-start)
-		for _, e := range r.entries[start:end] {
-			attrs = append(attrs, e.Attr)
+		if start > 0 {
+			sb.WriteString("\n")
 		}
-		section := "# " + module + "\n\nfrom " + module + " import " + strings.Join(attrs, ", ")
-		if d == Full {
-			entries := make([]string, 0, end-start)
-			for i := start; i < end; i++ {
-				rt := rendered[i]
-				entries = append(entries, rt.catalogSig+"\n"+rt.docstring+"    ...\n")
+		sb.WriteString("# " + module + "\n\nfrom " + module + " import ")
+		for i, e := range r.entries[start:end] {
+			if i > 0 {
+				sb.WriteString(", ")
 			}
-			section += "\n\n" + strings.Join(entries, "\n")
+			sb.WriteString(e.Attr)
 		}
-		sections = append(sections, section)
+		if d == Full {
+			sb.WriteString("\n\n")
+			for i := start; i < end; i++ {
+				if i > start {
+					sb.WriteString("\n")
+				}
+				rt := rendered[i]
+				sb.WriteString(rt.catalogSig)
+				sb.WriteString("\n")
+				sb.WriteString(rt.docstring)
+				sb.WriteString("    ...\n")
+			}
+		}
 		start = end
 	}
-	return strings.Join(sections, "\n")
+	return sb.String()
 }
 
 // Environment describes the sandbox's Python, as its runtime reports it.
@@ -180,18 +216,38 @@ func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) st
 		fixed = append(fixed, element("installed-packages", strings.Join(pkgLines, "\n")))
 	}
 	assemble := func(tools string) string {
-		parts := append([]string{"<code-mode>"}, fixed...)
-		if tools != "" {
-			parts = append(parts, element("tools-package", tools))
+		size := len("<code-mode>\n</code-mode>") + len(tools) + 64
+		for _, f := range fixed {
+			size += len(f) + 1
 		}
-		return strings.Join(append(parts, "</code-mode>"), "\n")
+		var sb strings.Builder
+		sb.Grow(size)
+		sb.WriteString("<code-mode>")
+		for _, f := range fixed {
+			sb.WriteString("\n")
+			sb.WriteString(f)
+		}
+		if tools != "" {
+			sb.WriteString("\n")
+			writeElement(&sb, "tools-package", tools)
+		}
+		sb.WriteString("\n</code-mode>")
+		return sb.String()
 	}
 	if len(r.entries) == 0 {
 		return assemble("")
 	}
+	// Every piece of the block starts and ends with ASCII, so the block's
+	// length in code points is the sum of its pieces' lengths: the block
+	// is only built for the tier that fits.
+	base := utf8.RuneCountInString("<code-mode>\n</code-mode>")
+	for _, f := range fixed {
+		base += 1 + utf8.RuneCountInString(f)
+	}
+	base += 1 + utf8.RuneCountInString(element("tools-package", ""))
 	for _, d := range []Detail{Full, Names} {
-		if b := assemble(r.Catalog(d)); utf8.RuneCountInString(b) <= budget {
-			return b
+		if c := r.catalog(d); base+c.runes <= budget {
+			return assemble(c.text)
 		}
 	}
 	return assemble(pointerText)
@@ -201,6 +257,13 @@ func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) st
 // which is stripped of leading and trailing newlines.
 func element(tag, content string) string {
 	return "  <" + tag + ">\n" + strings.Trim(content, "\n") + "\n  </" + tag + ">"
+}
+
+// writeElement writes element(tag, content) to sb.
+func writeElement(sb *strings.Builder, tag, content string) {
+	sb.WriteString("  <" + tag + ">\n")
+	sb.WriteString(strings.Trim(content, "\n"))
+	sb.WriteString("\n  </" + tag + ">")
 }
 
 // DescriptionConfig selects the variant of the execute_code description.

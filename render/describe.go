@@ -1,6 +1,8 @@
 package render
 
 import (
+	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +33,7 @@ const (
 // typeParts returns the parts of n's Python type, to be joined with " | ".
 func typeParts(n schema.Node, depth int, budget *int) []string {
 	if n.Truncated() || n.Never() || depth > maxTypeDepth || *budget <= 0 {
-		return []string{"Any"}
+		return anyParts
 	}
 	*budget--
 	if vals, ok := literalValues(n); ok {
@@ -52,7 +54,7 @@ func typeParts(n schema.Node, depth int, budget *int) []string {
 		}
 	}
 	if len(parts) == 0 {
-		parts = []string{"Any"}
+		parts = anyParts
 	}
 	if n.Bool("nullable") {
 		parts = append(parts, "None")
@@ -61,27 +63,61 @@ func typeParts(n schema.Node, depth int, budget *int) []string {
 }
 
 func dedupeParts(parts []string) []string {
-	seen := map[string]bool{}
-	var out []string
+	if len(parts) == 1 {
+		if parts[0] == "Any" {
+			return anyParts
+		}
+		return parts
+	}
+	out := parts[:0:0]
 	for _, p := range parts {
 		if p == "Any" {
-			return []string{"Any"}
+			return anyParts
 		}
-		if !seen[p] {
-			seen[p] = true
+		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
+// anyParts is the type of a position that says nothing; callers must not
+// modify it.
+var anyParts = []string{"Any"}
+
 // maxTypeNodes caps the schema positions one annotation visits.
 const maxTypeNodes = 256
 
-// pyType returns n's Python type annotation.
-func pyType(n schema.Node) string {
+// nodeType is the Python type annotation of a schema position, and whether
+// it already admits None.
+type nodeType struct {
+	text    string
+	hasNone bool
+}
+
+// typeOf returns n's Python type annotation and whether it includes None,
+// memoised by the identity of n's schema: a self-referencing schema puts
+// the same position at many places of one tool.
+func (d *describer) typeOf(n schema.Node) nodeType {
+	// The annotation reads at most maxTypeDepth levels below n; above
+	// MaxDepth positions read as empty, so only shallower positions are
+	// independent of their depth.
+	memo := n.Depth()+maxTypeDepth < schema.MaxDepth
+	if memo {
+		if t, ok := d.types[n.ID()]; ok {
+			return t
+		}
+	}
 	budget := maxTypeNodes
-	return strings.Join(typeParts(n, 0, &budget), " | ")
+	parts := typeParts(n, 0, &budget)
+	t := nodeType{text: strings.Join(parts, " | "), hasNone: slices.Contains(parts, "None")}
+	if memo {
+		if d.types == nil {
+			d.types = map[schema.NodeID]nodeType{}
+		}
+		d.types[n.ID()] = t
+	}
+	return t
 }
 
 func subType(n schema.Node, depth int, budget *int) string {
@@ -170,35 +206,90 @@ func unionBranches(n schema.Node) []schema.Node {
 }
 
 // suffixKeys are rendered as k=v, in this order.
-var suffixKeys = []string{
+var suffixKeys = [...]string{
 	"format", "pattern", "minLength", "maxLength", "minimum", "maximum",
 	"exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
 	"uniqueItems", "minContains", "maxContains", "minProperties", "maxProperties",
 	"contentEncoding", "contentMediaType", "const", "example",
 }
 
+// suffixKeyIndex maps each of suffixKeys to its position.
+var suffixKeyIndex = func() map[string]int {
+	m := make(map[string]int, len(suffixKeys))
+	for i, k := range suffixKeys {
+		m[k] = i
+	}
+	return m
+}()
+
+// suffixReads holds the keywords that otherSuffixParts reads; a position
+// with none of them has no such parts. TestSuffixReads keeps the two in
+// step.
+var suffixReads = map[string]bool{
+	"enum": true, "title": true, "examples": true, "default": true,
+	"deprecated": true, "readOnly": true, "writeOnly": true,
+	"additionalProperties": true, "dependentRequired": true, "patternProperties": true,
+	"items": true, "contains": true, "propertyNames": true, "dependentSchemas": true,
+	"if": true, "not": true, "unevaluatedProperties": true, "unevaluatedItems": true,
+	"contentSchema": true,
+}
+
 // describer renders the docstring parts of one tool. It holds the tool's
 // line budget, which bounds the work on self-referencing schemas.
 type describer struct {
 	budget int
+	types  map[schema.NodeID]nodeType
 }
 
 // keyValues returns the k=v parts of the first suffix group.
 func keyValues(n schema.Node) []string {
-	var out []string
-	for _, k := range suffixKeys {
-		if v, ok := n.Get(k); ok {
-			out = append(out, k+"="+clip(str(v), maxInline))
+	out, _ := scanSuffix(n)
+	return out
+}
+
+// scanSuffix returns the k=v parts of n, and whether n has any of
+// suffixReads. A position holds a few keywords, so it walks them once
+// instead of looking up each of the forty keywords the suffix can show.
+func scanSuffix(n schema.Node) (kv []string, more bool) {
+	var values [len(suffixKeys)]any
+	var present uint32
+	for k, v := range n.All() {
+		if i, ok := suffixKeyIndex[k]; ok {
+			values[i] = v
+			present |= 1 << i
+		} else if suffixReads[k] {
+			more = true
 		}
 	}
-	return out
+	if present == 0 {
+		return nil, more
+	}
+	kv = make([]string, 0, bits.OnesCount32(present))
+	for i, k := range suffixKeys {
+		if present&(1<<i) != 0 {
+			kv = append(kv, k+"="+clip(str(values[i]), maxInline))
+		}
+	}
+	return kv, more
 }
 
 // suffixParts returns the constraint suffix of n as its comma-separated
 // parts. nested adds default=; prose is the text already shown, so that a
 // title repeating it is left out.
 func (d *describer) suffixParts(n schema.Node, nested bool, name string, level int) []string {
-	out := keyValues(n)
+	out, more := scanSuffix(n)
+	if more {
+		out = d.otherSuffixParts(out, n, nested, name, level)
+	}
+	for _, ref := range n.Unresolved() {
+		out = append(out, "unresolved ref "+clip(ref, maxInline))
+	}
+	return out
+}
+
+// otherSuffixParts appends the suffix parts of n after the k=v ones and
+// before the unresolved references; it reads only keywords in suffixReads.
+func (d *describer) otherSuffixParts(out []string, n schema.Node, nested bool, name string, level int) []string {
 	if _, ok := literalValues(n); !ok {
 		if raw, has := n.Get("enum"); has {
 			out = append(out, "enum="+listed(raw))
@@ -240,13 +331,13 @@ func (d *describer) suffixParts(n schema.Node, nested bool, name string, level i
 			}
 		}
 	}
-	if pats := n.SubMap("patternProperties"); len(pats) > 0 {
-		var ps []string
-		for _, p := range sortedNodeKeys(pats) {
-			if t := d.inline(pats[p], level+1); t != "any value" {
-				ps = append(ps, p+": "+t)
+	if pats := n.SubSorted("patternProperties"); len(pats) > 0 {
+		ps := make([]string, 0, len(pats))
+		for _, p := range pats {
+			if t := d.inline(p.Node, level+1); t != "any value" {
+				ps = append(ps, p.Name+": "+t)
 			} else {
-				ps = append(ps, p)
+				ps = append(ps, p.Name)
 			}
 		}
 		out = append(out, "key patterns: "+strings.Join(ps, ", "))
@@ -268,10 +359,8 @@ func (d *describer) suffixParts(n schema.Node, nested bool, name string, level i
 	if pn, ok := n.Sub("propertyNames"); ok {
 		out = append(out, "key names: "+d.inline(pn, level+1))
 	}
-	if ds := n.SubMap("dependentSchemas"); len(ds) > 0 {
-		for _, k := range sortedNodeKeys(ds) {
-			out = append(out, "with "+k+": "+d.inline(ds[k], level+1))
-		}
+	for _, ds := range n.SubSorted("dependentSchemas") {
+		out = append(out, "with "+ds.Name+": "+d.inline(ds.Node, level+1))
 	}
 	if cond, ok := n.Sub("if"); ok {
 		s := "if " + d.inline(cond, level+1)
@@ -303,9 +392,6 @@ func (d *describer) suffixParts(n schema.Node, nested bool, name string, level i
 	if cs, ok := n.Sub("contentSchema"); ok {
 		out = append(out, "content: "+d.inline(cs, level+1))
 	}
-	for _, ref := range n.Unresolved() {
-		out = append(out, "unresolved ref "+clip(ref, maxInline))
-	}
 	return out
 }
 
@@ -315,6 +401,21 @@ func suffix(parts []string) string {
 		return ""
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// writeSuffix writes suffix(parts) to sb.
+func writeSuffix(sb *strings.Builder, parts []string) {
+	if len(parts) == 0 {
+		return
+	}
+	sb.WriteString(" (")
+	for i, p := range parts {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(p)
+	}
+	sb.WriteByte(')')
 }
 
 // inline describes a subschema on one line: its type, then its constraints,
@@ -328,14 +429,14 @@ func (d *describer) inline(n schema.Node, level int) string {
 	}
 	d.budget--
 	rest := d.suffixParts(n, true, "", level)
-	if props := n.SubMap("properties"); len(props) > 0 {
-		var ps []string
-		for i, k := range sortedNodeKeys(props) {
+	if props := n.SubSorted("properties"); len(props) > 0 {
+		ps := make([]string, 0, min(len(props), maxListed+1))
+		for i, p := range props {
 			if i == maxListed {
 				ps = append(ps, "...")
 				break
 			}
-			ps = append(ps, k+": "+d.inline(props[k], level+1))
+			ps = append(ps, p.Name+": "+d.inline(p.Node, level+1))
 		}
 		rest = append(rest, "{"+strings.Join(ps, ", ")+"}")
 	}
@@ -345,7 +446,7 @@ func (d *describer) inline(n schema.Node, level int) string {
 	if desc := firstLine(prose(n)); desc != "" {
 		rest = append([]string{clip(desc, 80)}, rest...)
 	}
-	t := pyType(n)
+	t := d.typeOf(n).text
 	var s string
 	switch {
 	case t != "Any" && len(rest) > 0:
@@ -369,6 +470,9 @@ func prose(n schema.Node) string {
 }
 
 func firstLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return strings.TrimSpace(s)
+	}
 	for _, l := range lines(s) {
 		if strings.TrimSpace(l) != "" {
 			return strings.TrimSpace(l)
@@ -380,6 +484,9 @@ func firstLine(s string) string {
 // restLines returns the lines of s after its first non-blank line, with
 // leading and trailing blank lines removed.
 func restLines(s string) []string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return nil
+	}
 	ls := lines(s)
 	for i, l := range ls {
 		if strings.TrimSpace(l) != "" {
@@ -402,46 +509,47 @@ func (d *describer) fields(out []string, n schema.Node, indent, depth int, extra
 	if depth >= maxNesting || n.Truncated() {
 		return out
 	}
-	pad := strings.Repeat(" ", indent)
-	required := map[string]bool{}
-	for _, r := range append(n.Strings("required"), extraRequired...) {
-		required[r] = true
-	}
-	props := n.SubMap("properties")
-	for _, name := range sortedNodeKeys(props) {
+	pad := spaces(indent)
+	// required is sorted and free of duplicates.
+	required := append(n.Strings("required"), extraRequired...)
+	slices.Sort(required)
+	required = slices.Compact(required)
+	for _, prop := range n.SubSorted("properties") {
 		if d.budget <= 0 {
 			return append(out, pad+"...")
 		}
 		d.budget--
-		p := props[name]
-		line := name + ": " + pyType(p)
-		if required[name] {
-			line += " (required)"
-		}
+		name, p := prop.Name, prop.Node
 		text := prose(p)
-		if fl := firstLine(text); fl != "" {
-			line += " - " + fl
+		first := firstLine(text)
+		var line strings.Builder
+		line.Grow(len(pad) + len(name) + len(first) + 64)
+		line.WriteString(pad)
+		line.WriteString(name)
+		line.WriteString(": ")
+		line.WriteString(d.typeOf(p).text)
+		if _, ok := slices.BinarySearch(required, name); ok {
+			line.WriteString(" (required)")
 		}
-		line += suffix(d.suffixParts(p, true, name, 0))
-		out = append(out, pad+line)
+		if first != "" {
+			line.WriteString(" - ")
+			line.WriteString(first)
+		}
+		writeSuffix(&line, d.suffixParts(p, true, name, 0))
+		out = append(out, line.String())
 		for _, l := range restLines(text) {
 			out = append(out, strings.TrimRight(pad+"    "+l, " "))
 		}
 		out = d.fields(out, p, indent+4, depth+1, nil)
 	}
 	if branches := unionBranches(n); len(branches) > 1 {
-		var parentReq []string
-		for r := range required {
-			parentReq = append(parentReq, r)
-		}
-		sort.Strings(parentReq)
 		disc := discriminator(n)
 		first := true
 		for _, b := range branches {
 			if d.budget <= 0 {
 				break
 			}
-			inner := d.fields(nil, b, indent, depth+1, parentReq)
+			inner := d.fields(nil, b, indent, depth+1, required)
 			if len(inner) == 0 {
 				continue
 			}
@@ -460,7 +568,7 @@ func (d *describer) fields(out []string, n schema.Node, indent, depth int, extra
 		if len(inner) == 0 {
 			continue
 		}
-		out = append(out, pad+"["+itoa(i)+"]: "+pyType(slot))
+		out = append(out, pad+"["+itoa(i)+"]: "+d.typeOf(slot).text)
 		out = append(out, inner...)
 	}
 	if items, ok := n.Sub("items"); ok {
@@ -468,11 +576,22 @@ func (d *describer) fields(out []string, n schema.Node, indent, depth int, extra
 	}
 	if ap, ok := n.Sub("additionalProperties"); ok && !n.Has("properties") {
 		if inner := d.fields(nil, ap, indent+4, depth+1, nil); len(inner) > 0 {
-			out = append(out, pad+"<key>: "+pyType(ap))
+			out = append(out, pad+"<key>: "+d.typeOf(ap).text)
 			out = append(out, inner...)
 		}
 	}
 	return out
+}
+
+// blanks backs spaces for the usual indents.
+const blanks = "                                                                "
+
+// spaces returns n spaces.
+func spaces(n int) string {
+	if n <= len(blanks) {
+		return blanks[:n]
+	}
+	return strings.Repeat(" ", n)
 }
 
 // branchHeader is "(tag) - prose (suffix)", or without the tag "prose
@@ -508,15 +627,16 @@ func discriminator(n schema.Node) string {
 // branchTag reads a union branch's tag from the discriminator property, else
 // from its "type" property: a const, or an enum of one value.
 func branchTag(b schema.Node, disc string) string {
-	props := b.SubMap("properties")
-	for _, key := range []string{disc, "type"} {
+	props := b.SubSorted("properties")
+	for _, key := range [2]string{disc, "type"} {
 		if key == "" {
 			continue
 		}
-		p, ok := props[key]
+		i, ok := slices.BinarySearchFunc(props, key, func(p schema.Named, k string) int { return strings.Compare(p.Name, k) })
 		if !ok {
 			continue
 		}
+		p := props[i].Node
 		if c, has := p.Get("const"); has {
 			return str(c)
 		}
@@ -554,15 +674,6 @@ func stringsOf(v any) []string {
 }
 
 func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func sortedNodeKeys(m map[string]schema.Node) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -28,6 +28,12 @@ var pythonKeywords = map[string]bool{
 // result becomes fallback, a leading digit gains a "_" prefix and a keyword a
 // "_" suffix.
 func identifier(s, fallback string) string {
+	if isIdentifier(s) {
+		if pythonKeywords[s] {
+			return s + "_"
+		}
+		return s
+	}
 	var sb strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -49,6 +55,22 @@ func identifier(s, fallback string) string {
 		id += "_"
 	}
 	return id
+}
+
+// isIdentifier reports whether identifier keeps s apart from the keyword
+// suffix: [A-Za-z0-9_] only, not starting with a digit and neither starting
+// nor ending with "_".
+func isIdentifier(s string) bool {
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Limits on rendered Python values.
@@ -153,6 +175,9 @@ func str(v any) string {
 func numberRepr(n json.Number, expr bool) string {
 	s := string(n)
 	if !strings.ContainsAny(s, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return strconv.FormatInt(i, 10)
+		}
 		if b, ok := new(big.Int).SetString(s, 10); ok {
 			return b.String()
 		}
@@ -219,7 +244,11 @@ func strRepr(s string) string {
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		quote = '"'
 	}
+	if plainASCII(s, quote) {
+		return string(quote) + s + string(quote)
+	}
 	var sb strings.Builder
+	sb.Grow(len(s) + 2)
 	sb.WriteByte(quote)
 	for _, r := range s {
 		switch {
@@ -251,11 +280,57 @@ func strRepr(s string) string {
 	return sb.String()
 }
 
+// plainASCII reports whether s is printable ASCII without quote or
+// backslash, which strRepr keeps as it is.
+func plainASCII(s string, quote byte) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == quote || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // docText makes free text safe inside a triple-quoted docstring. raw says
 // whether the docstring will carry the r prefix (because some text holds a
 // backslash); control characters then appear as literal \xNN text.
 func docText(s string, raw bool) string {
+	if plainDocText(s) {
+		return s
+	}
 	var sb strings.Builder
+	writeDocText(&sb, s, raw)
+	return sb.String()
+}
+
+// plainDocText reports whether docText leaves s as it is: no quotes,
+// backslashes or control characters, and valid UTF-8 (invalid bytes become
+// U+FFFD) without U+0085, U+2028 or U+2029 (which are escaped).
+func plainDocText(s string) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			ascii = false
+		case c == '"' || c == '\\' || c == 0x7f:
+			return false
+		case c < 0x20 && c != '\n' && c != '\t':
+			return false
+		}
+	}
+	if ascii {
+		return true
+	}
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0x85) &&
+		!strings.ContainsRune(s, 0x2028) && !strings.ContainsRune(s, 0x2029)
+}
+
+// writeDocText writes docText(s, raw) to sb.
+func writeDocText(sb *strings.Builder, s string, raw bool) {
+	if plainDocText(s) {
+		sb.WriteString(s)
+		return
+	}
 	quotes := 0
 	for _, r := range s {
 		if r == '"' {
@@ -279,12 +354,11 @@ func docText(s string, raw bool) string {
 		case r == '\n' || r == '\t':
 			sb.WriteRune(r)
 		case r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 || r == 0x85:
-			fmt.Fprintf(&sb, `\x%02x`, r)
+			fmt.Fprintf(sb, `\x%02x`, r)
 		default:
 			sb.WriteRune(r)
 		}
 	}
-	return sb.String()
 }
 
 // lines splits text into lines, treating \r\n and \r as line breaks and
@@ -304,25 +378,31 @@ func lines(s string) []string {
 func wrap(s string, width int) []string {
 	var out []string
 	para := []string{}
+	var line strings.Builder
 	flush := func() {
 		if len(para) == 0 {
 			return
 		}
 		words := strings.Fields(strings.Join(para, " "))
-		line := ""
+		line.Reset()
+		runes := 0 // in line
 		for _, w := range words {
+			n := utf8.RuneCountInString(w)
 			switch {
-			case line == "":
-				line = w
-			case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
-				line += " " + w
+			case line.Len() == 0:
+			case runes+1+n <= width:
+				line.WriteByte(' ')
+				runes++
 			default:
-				out = append(out, line)
-				line = w
+				out = append(out, line.String())
+				line.Reset()
+				runes = 0
 			}
+			line.WriteString(w)
+			runes += n
 		}
-		if line != "" {
-			out = append(out, line)
+		if line.Len() > 0 {
+			out = append(out, line.String())
 		}
 		para = para[:0]
 	}
@@ -345,7 +425,7 @@ func wrap(s string, width int) []string {
 
 // clip shortens s to at most n runes, marking the cut.
 func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	r := []rune(s)

@@ -3,8 +3,11 @@ package render
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/genai"
 
@@ -110,7 +113,7 @@ type Registry struct {
 	stubs     []File
 
 	catalogOnce [2]sync.Once
-	catalogs    [2]string
+	catalogs    [2]catalogText
 
 	mu     sync.Mutex
 	blocks map[blockKey]string
@@ -121,11 +124,18 @@ type Registry struct {
 // raw names within a namespace, and on any two names that become the same
 // Python identifier.
 func NewRegistry(tools []Tool) (*Registry, error) {
-	r := &Registry{byPath: map[string]int{}, byName: map[string]int{}}
+	r := &Registry{
+		byPath:  make(map[string]int, len(tools)),
+		byName:  make(map[string]int, len(tools)),
+		entries: make([]Entry, 0, len(tools)),
+		docs:    make([]*schema.Document, 0, len(tools)),
+		params:  make([][]param, 0, len(tools)),
+	}
+	schemas := readSchemas(tools)
 	type nsInfo struct{ raw string }
 	namespaces := map[string]nsInfo{}
-	attrs := map[[2]string]string{} // (package, attr) -> raw name
-	raws := map[[2]string]bool{}    // (namespace, raw name)
+	attrs := make(map[[2]string]string, len(tools)) // (package, attr) -> raw name
+	raws := make(map[[2]string]bool, len(tools))    // (namespace, raw name)
 	for i, t := range tools {
 		if t.Declaration == nil {
 			return nil, fmt.Errorf("%w: tool %d has no declaration", ErrInvalidTool, i)
@@ -151,11 +161,7 @@ func NewRegistry(tools []Tool) (*Registry, error) {
 			return nil, &CollisionError{Kind: "tool", Scope: t.Namespace, A: prev, B: name, Identifier: attr}
 		}
 		attrs[[2]string{pkg, attr}] = name
-		doc, err := schema.Parameters(t.Declaration)
-		if err != nil {
-			return nil, err
-		}
-		params, err := parameters(name, doc.Root())
+		doc, params, err := schemas[i].doc, schemas[i].params, schemas[i].err
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +211,65 @@ func NewRegistry(tools []Tool) (*Registry, error) {
 	return r, nil
 }
 
+// toolSchema is a tool's decoded parameter schema and its parameters, or
+// the error reading them.
+type toolSchema struct {
+	doc    *schema.Document
+	params []param
+	err    error
+}
+
+// readSchemas decodes the parameter schemas of tools and lists their
+// parameters, spread over the CPUs; tools without a declaration or name
+// are left for NewRegistry to report.
+func readSchemas(tools []Tool) []toolSchema {
+	out := make([]toolSchema, len(tools))
+	parallel(len(tools), func(i int) {
+		decl := tools[i].Declaration
+		if decl == nil || decl.Name == "" {
+			return
+		}
+		doc, err := schema.Parameters(decl)
+		if err != nil {
+			out[i].err = err
+			return
+		}
+		out[i].doc = doc
+		out[i].params, out[i].err = parameters(decl.Name, doc.Root())
+	})
+	return out
+}
+
+// parallel calls f(0), ..., f(n-1) on as many goroutines as there are CPUs
+// and returns when all calls have.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func lower(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' }) {
+		return s
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if c >= 'A' && c <= 'Z' {

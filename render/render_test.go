@@ -249,3 +249,37 @@ func TestPythonRepr(t *testing.T) {
 		}
 	}
 }
+
+// TestSuffixReads checks that suffixReads lists every keyword that
+// otherSuffixParts reads: a position holding only other keywords, whatever
+// their values, must get no parts from it.
+func TestSuffixReads(t *testing.T) {
+	values := []any{true, false, json.Number("1"), "x", []any{"a"}, []any{map[string]any{"type": "string"}},
+		map[string]any{"type": "string"}, map[string]any{"a": map[string]any{"type": "string"}}}
+	names := map[string]bool{"description": true, "properties": true, "x-extra": true}
+	for _, k := range schema.Keywords() {
+		names[k.Name] = true
+	}
+	for _, k := range suffixKeys {
+		names[k] = true
+	}
+	for name := range names {
+		if suffixReads[name] {
+			continue
+		}
+		for _, v := range values {
+			doc, err := schema.Decode(map[string]any{name: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := doc.Root()
+			if _, more := scanSuffix(n); more {
+				t.Fatalf("scanSuffix reports more for %s=%v", name, v)
+			}
+			d := &describer{budget: maxLines}
+			if got := d.otherSuffixParts(nil, n, true, "", 0); len(got) > 0 {
+				t.Errorf("%s=%#v gives %q, but %q is not in suffixReads", name, v, got, name)
+			}
+		}
+	}
+}

@@ -15,8 +15,11 @@
 //
 // # The walk
 //
-// [Document.Root] and the [Node] accessors (Sub, SubList, SubMap) give the
-// effective schema at each position. At every position, lazily:
+// [Document.Root] and the [Node] accessors (Sub, SubList, SubMap, SubSorted)
+// give the effective schema at each position. Each raw schema object is
+// expanded once per Document and shared by every Node on it; [Node.ID]
+// identifies it, so callers can memoise what they derive from a position.
+// At every position, lazily:
 //
 //   - Gemini aliases are renamed (max_length to maxLength, any_of to anyOf, ...),
 //     null values are dropped and types are lower-cased;

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"net/url"
 	"reflect"
@@ -46,14 +47,50 @@ type Document struct {
 	// memo caches the expansion of each raw schema object, keyed by the
 	// object's identity; expansion depends only on the object.
 	mu   sync.Mutex
-	memo map[uintptr]expansion
+	memo map[uintptr]*expansion
 }
 
+// expansion is the effective schema of one raw schema value. It is shared by
+// every Node standing on that value and never changes once built, except
+// for its cache of child expansions, which mu guards.
 type expansion struct {
 	kw         map[string]any
 	never      bool
 	unresolved []string
+
+	mu       sync.Mutex
+	children []*children
 }
+
+// childKey names a cache entry of child expansions: a keyword, read as one
+// schema (Sub), a list (SubList) or a map (SubMap, SubSorted).
+type childKey struct {
+	keyword string
+	kind    childKind
+}
+
+type childKind uint8
+
+const (
+	oneChild childKind = iota
+	listChildren
+	mapChildren
+)
+
+// children caches the expansions of the schemas held by one keyword: the
+// value of a schema keyword (one element), of an array keyword (in order),
+// or of an object keyword (sorted by name, with names parallel).
+type children struct {
+	key   childKey
+	names []string
+	subs  []*expansion
+}
+
+// Shared expansions of values that are not schema objects.
+var (
+	emptyExpansion = &expansion{}
+	neverExpansion = &expansion{never: true}
+)
 
 // Decode turns any form a schema arrives in into a Document: a
 // *genai.Schema, a google/jsonschema-go *jsonschema.Schema, an MCP input
@@ -185,42 +222,74 @@ func (d *Document) Root() Node { return d.node(d.root, 0) }
 // The zero Node is the empty schema, which accepts anything.
 type Node struct {
 	doc *Document
-	kw  map[string]any
-	// never is set for the boolean schema false.
-	never bool
+	// x is the effective schema, shared by every Node standing on the same
+	// raw value; nil for the zero Node and for truncated positions.
+	x     *expansion
 	depth int
-	// unresolved lists references that could not be followed.
-	unresolved []string
 	// truncated is set when the position lies beyond MaxDepth.
 	truncated bool
+}
+
+// NodeID identifies the effective schema behind a Node within its
+// Document: Nodes with equal IDs have the same keywords, whatever their
+// depth. It lets callers memoise what they derive from a schema position.
+// The zero NodeID belongs to the zero Node and to truncated positions.
+type NodeID struct{ x *expansion }
+
+// ID returns the identity of n's effective schema.
+func (n Node) ID() NodeID { return NodeID{n.x} }
+
+func (n Node) keywords() map[string]any {
+	if n.x == nil {
+		return nil
+	}
+	return n.x.kw
 }
 
 // Depth returns how many schema positions lie between the root and n.
 func (n Node) Depth() int { return n.depth }
 
 // Never reports whether n is the boolean schema false.
-func (n Node) Never() bool { return n.never }
+func (n Node) Never() bool { return n.x != nil && n.x.never }
 
 // Truncated reports whether n lies beyond MaxDepth and was read as empty.
 func (n Node) Truncated() bool { return n.truncated }
 
 // Unresolved returns the references behind n that could not be followed,
 // because their target is missing or because they form a cycle.
-func (n Node) Unresolved() []string { return n.unresolved }
+func (n Node) Unresolved() []string {
+	if n.x == nil {
+		return nil
+	}
+	return n.x.unresolved
+}
 
 // Empty reports whether n has no keywords at all.
-func (n Node) Empty() bool { return len(n.kw) == 0 && !n.never }
+func (n Node) Empty() bool { return len(n.keywords()) == 0 && !n.Never() }
 
 // Has reports whether keyword k is present.
-func (n Node) Has(k string) bool { _, ok := n.kw[k]; return ok }
+func (n Node) Has(k string) bool { _, ok := n.keywords()[k]; return ok }
 
 // Get returns the value of keyword k.
-func (n Node) Get(k string) (any, bool) { v, ok := n.kw[k]; return v, ok }
+func (n Node) Get(k string) (any, bool) { v, ok := n.keywords()[k]; return v, ok }
+
+// All iterates over the keywords present and their values, in no
+// particular order. Callers must not modify the values.
+func (n Node) All() iter.Seq2[string, any] {
+	return func(yield func(string, any) bool) {
+		for k, v := range n.keywords() {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
 
 // Keys returns the keywords present, in no particular order.
 func (n Node) Keys() []string {
-	out := make([]string, 0, len(n.kw))
-	for k := range n.kw {
+	kw := n.keywords()
+	out := make([]string, 0, len(kw))
+	for k := range kw {
 		out = append(out, k)
 	}
 	return out
@@ -228,19 +297,19 @@ func (n Node) Keys() []string {
 
 // String returns keyword k when it holds a string.
 func (n Node) String(k string) string {
-	s, _ := n.kw[k].(string)
+	s, _ := n.keywords()[k].(string)
 	return s
 }
 
 // Bool reports whether keyword k is literally true.
 func (n Node) Bool(k string) bool {
-	b, _ := n.kw[k].(bool)
+	b, _ := n.keywords()[k].(bool)
 	return b
 }
 
 // Types returns the lower-cased "type" keyword as a list.
 func (n Node) Types() []string {
-	switch t := n.kw["type"].(type) {
+	switch t := n.keywords()["type"].(type) {
 	case string:
 		return []string{t}
 	case []any:
@@ -257,7 +326,7 @@ func (n Node) Types() []string {
 
 // Strings returns keyword k when it holds an array, keeping its strings.
 func (n Node) Strings(k string) []string {
-	arr, _ := n.kw[k].([]any)
+	arr, _ := n.keywords()[k].([]any)
 	out := make([]string, 0, len(arr))
 	for _, e := range arr {
 		if s, ok := e.(string); ok {
@@ -269,20 +338,23 @@ func (n Node) Strings(k string) []string {
 
 // Sub returns the schema held by keyword k (items, not, if, contains, ...).
 func (n Node) Sub(k string) (Node, bool) {
-	v, ok := n.kw[k]
+	v, ok := n.keywords()[k]
 	if !ok || !isSchema(v) {
 		return Node{}, false
 	}
-	return n.doc.node(v, n.depth+1), true
+	return n.child(n.children(k, oneChild).subs[0]), true
 }
 
 // SubList returns the schemas held by an array keyword (anyOf, oneOf,
 // prefixItems).
 func (n Node) SubList(k string) []Node {
-	arr, _ := n.kw[k].([]any)
-	out := make([]Node, 0, len(arr))
-	for _, v := range arr {
-		out = append(out, n.doc.node(v, n.depth+1))
+	if _, ok := n.keywords()[k].([]any); !ok {
+		return []Node{}
+	}
+	c := n.children(k, listChildren)
+	out := make([]Node, len(c.subs))
+	for i, x := range c.subs {
+		out[i] = n.child(x)
 	}
 	return out
 }
@@ -290,23 +362,102 @@ func (n Node) SubList(k string) []Node {
 // SubMap returns the schemas held by an object keyword (properties,
 // patternProperties, dependentSchemas), keyed like the keyword.
 func (n Node) SubMap(k string) map[string]Node {
-	m, _ := n.kw[k].(map[string]any)
+	m, _ := n.keywords()[k].(map[string]any)
 	if len(m) == 0 {
 		return nil
 	}
-	out := make(map[string]Node, len(m))
-	for name, v := range m {
-		out[name] = n.doc.node(v, n.depth+1)
+	c := n.children(k, mapChildren)
+	out := make(map[string]Node, len(c.names))
+	for i, name := range c.names {
+		out[name] = n.child(c.subs[i])
 	}
 	return out
 }
 
-func isSchema(v any) bool {
-	switch v.(type) {
-	case map[string]any, bool:
-		return true
+// Named is a schema held under a name by an object keyword.
+type Named struct {
+	Name string
+	Node Node
+}
+
+// SubSorted returns the schemas held by an object keyword (properties,
+// patternProperties, dependentSchemas), sorted by name; nil when there are
+// none.
+func (n Node) SubSorted(k string) []Named {
+	m, _ := n.keywords()[k].(map[string]any)
+	if len(m) == 0 {
+		return nil
 	}
-	return false
+	c := n.children(k, mapChildren)
+	out := make([]Named, len(c.names))
+	for i, name := range c.names {
+		out[i] = Named{Name: name, Node: n.child(c.subs[i])}
+	}
+	return out
+}
+
+// child returns the Node one level below n standing on x.
+func (n Node) child(x *expansion) Node {
+	depth := n.depth + 1
+	if depth > MaxDepth {
+		return Node{doc: n.doc, depth: depth, truncated: true}
+	}
+	return Node{doc: n.doc, x: x, depth: depth}
+}
+
+// children returns the expansions of the schemas held by keyword k, read
+// as kind (the keyword must hold a value of that kind), computing them on
+// first use. Expansion depends only on the raw value, so the result is
+// shared by every Node standing on n's schema.
+func (n Node) children(k string, kind childKind) *children {
+	x, key := n.x, childKey{k, kind}
+	// A schema object has a few keywords holding subschemas: a list is
+	// cheaper than a map here.
+	find := func() *children {
+		for _, c := range x.children {
+			if c.key == key {
+				return c
+			}
+		}
+		return nil
+	}
+	x.mu.Lock()
+	c := find()
+	x.mu.Unlock()
+	if c != nil {
+		return c
+	}
+	c = &children{key: key}
+	v := x.kw[k]
+	switch kind {
+	case mapChildren:
+		m := v.(map[string]any)
+		c.names = make([]string, 0, len(m))
+		for name := range m {
+			c.names = append(c.names, name)
+		}
+		sort.Strings(c.names)
+		c.subs = make([]*expansion, len(c.names))
+		for i, name := range c.names {
+			c.subs[i] = n.doc.expansionOf(m[name])
+		}
+	case listChildren:
+		arr := v.([]any)
+		c.subs = make([]*expansion, len(arr))
+		for i, e := range arr {
+			c.subs[i] = n.doc.expansionOf(e)
+		}
+	default:
+		c.subs = []*expansion{n.doc.expansionOf(v)}
+	}
+	x.mu.Lock()
+	if prev := find(); prev != nil {
+		c = prev
+	} else {
+		x.children = append(x.children, c)
+	}
+	x.mu.Unlock()
+	return c
 }
 
 // node builds the effective schema for the raw value v.
@@ -317,27 +468,40 @@ func (d *Document) node(v any, depth int) Node {
 	if depth > MaxDepth {
 		return Node{doc: d, depth: depth, truncated: true}
 	}
-	var key uintptr
-	if m, ok := v.(map[string]any); ok {
-		key = reflect.ValueOf(m).Pointer()
-		d.mu.Lock()
-		x, hit := d.memo[key]
-		d.mu.Unlock()
-		if hit {
-			return Node{doc: d, kw: x.kw, never: x.never, depth: depth, unresolved: x.unresolved}
+	return Node{doc: d, x: d.expansionOf(v), depth: depth}
+}
+
+// expansionOf returns the effective schema of the raw value v, memoised by
+// the identity of v when it is a schema object.
+func (d *Document) expansionOf(v any) *expansion {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if b, isBool := v.(bool); isBool && !b {
+			return neverExpansion
 		}
+		return emptyExpansion
 	}
-	e := expander{doc: d, seen: map[string]bool{}}
+	key := reflect.ValueOf(m).Pointer()
+	d.mu.Lock()
+	x, hit := d.memo[key]
+	d.mu.Unlock()
+	if hit {
+		return x
+	}
+	e := expander{doc: d}
 	kw, never := e.expand(v)
-	if key != 0 {
-		d.mu.Lock()
+	x = &expansion{kw: kw, never: never, unresolved: e.unresolved}
+	d.mu.Lock()
+	if prev, ok := d.memo[key]; ok {
+		x = prev
+	} else {
 		if d.memo == nil {
-			d.memo = map[uintptr]expansion{}
+			d.memo = map[uintptr]*expansion{}
 		}
-		d.memo[key] = expansion{kw: kw, never: never, unresolved: e.unresolved}
-		d.mu.Unlock()
+		d.memo[key] = x
 	}
-	return Node{doc: d, kw: kw, never: never, depth: depth, unresolved: e.unresolved}
+	d.mu.Unlock()
+	return x
 }
 
 // expander computes one effective schema. seen holds the references being
@@ -363,12 +527,21 @@ func (e *expander) expand(v any) (map[string]any, bool) {
 }
 
 func (e *expander) expandObject(raw map[string]any) map[string]any {
-	kw := normalise(raw)
+	// Most objects need no change: share them instead of copying. Such a
+	// kw is never modified below (isNormal rules out every key that would
+	// be), and the expansion's keywords are read-only.
+	kw := raw
+	if !isNormal(raw) {
+		kw = normalise(raw)
+	}
 	e.steps++
 	if e.steps > maxExpansions || len(e.seen) >= maxRefChain {
-		delete(kw, "$ref")
-		delete(kw, "$dynamicRef")
-		delete(kw, "allOf")
+		for _, k := range [...]string{"$ref", "$dynamicRef", "allOf"} {
+			// kw may be the raw object, which must stay untouched.
+			if _, ok := kw[k]; ok {
+				delete(kw, k)
+			}
+		}
 		return kw
 	}
 	for _, key := range []string{"$ref", "$dynamicRef"} {
@@ -385,6 +558,9 @@ func (e *expander) expandObject(raw map[string]any) map[string]any {
 		if !found {
 			e.unresolved = append(e.unresolved, ref)
 			continue
+		}
+		if e.seen == nil {
+			e.seen = map[string]bool{}
 		}
 		e.seen[ref] = true
 		base, never := e.expand(target)
@@ -526,6 +702,52 @@ func normalise(raw map[string]any) map[string]any {
 	return kw
 }
 
+// isNormal reports whether normalise would copy raw unchanged and
+// expandObject would leave it as it is: no nulls, aliases, references,
+// allOf or single-branch unions, a lower-case type and numeric exclusive
+// bounds.
+func isNormal(raw map[string]any) bool {
+	for k, v := range raw {
+		if v == nil {
+			return false
+		}
+		if _, ok := aliases[k]; ok {
+			return false
+		}
+		switch k {
+		case "$ref", "$dynamicRef", "allOf":
+			return false
+		case "exclusiveMinimum", "exclusiveMaximum":
+			if _, isBool := v.(bool); isBool {
+				return false
+			}
+		case "anyOf", "oneOf":
+			if parts, ok := v.([]any); ok && len(parts) == 1 && isSchema(parts[0]) {
+				return false
+			}
+		case "type":
+			switch t := v.(type) {
+			case string:
+				if t == "" || lowerType(t) != t {
+					return false
+				}
+			case []any:
+				if len(t) == 0 {
+					return false
+				}
+				for _, e := range t {
+					if s, ok := e.(string); !ok || s == "" || lowerType(s) != s {
+						return false
+					}
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func lowerType(s string) string {
 	s = strings.ToLower(s)
 	if s == "type_unspecified" || s == "" {
@@ -653,4 +875,12 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func isSchema(v any) bool {
+	switch v.(type) {
+	case map[string]any, bool:
+		return true
+	}
+	return false
 }
