@@ -28,8 +28,12 @@ build:
 
 ## bench: the sandbox and catalog benchmarks (see docs/benchmarks.md)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./transport/... ./sandboxserver/...
-	$(GO) test -run '^$$' -bench . ./render/...
+	$(GO) test -run '^$$' -bench 'SessionColdStart' -benchtime 60x ./transport/jail
+	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./transport/jail
+	$(GO) test -run '^$$' -bench 'StartPython$$|BarePython' -benchtime 30x ./transport/jail
+	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./sandboxserver/
+	$(GO) test -run '^$$' -bench ChangedAfterBlock10k -benchtime 300x -benchmem ./sandboxserver/
+	$(GO) test -run '^$$' -bench RenderCatalog1000 -benchtime 20x -benchmem ./render/
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
