@@ -1,9 +1,9 @@
 package render
 
 import (
+	"maps"
 	"math/bits"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -326,7 +326,7 @@ func (d *describer) otherSuffixParts(out []string, n schema.Node, nested bool, n
 	}
 	if dr, ok := n.Get("dependentRequired"); ok {
 		if m, isMap := dr.(map[string]any); isMap {
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				out = append(out, k+" requires "+strings.Join(stringsOf(m[k]), ", "))
 			}
 		}
@@ -671,15 +671,6 @@ func stringsOf(v any) []string {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // sameWords reports whether a title merely restates a name, as generated

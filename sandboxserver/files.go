@@ -285,26 +285,7 @@ func (t *tracker) stat(rel string) (fileStamp, bool) {
 
 // pathBeneath is stat's fallback for kernels without openat2: an O_PATH
 // descriptor reached one component at a time without following symlinks.
-func pathBeneath(dir int, rel string) (int, error) {
-	parts := strings.Split(rel, "/")
-	cur, err := unix.Dup(dir)
-	if err != nil {
-		return -1, err
-	}
-	for i, p := range parts {
-		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
-		if i < len(parts)-1 {
-			flags |= unix.O_DIRECTORY
-		}
-		next, err := unix.Openat(cur, p, flags, 0)
-		unix.Close(cur)
-		if err != nil {
-			return -1, err
-		}
-		cur = next
-	}
-	return cur, nil
-}
+func pathBeneath(dir int, rel string) (int, error) { return walkBeneath(dir, rel, unix.O_PATH) }
 
 // walk stamps every regular single-link file in the workspace, examining
 // at most max entries, and, while watching, re-watches every directory.
@@ -391,20 +372,25 @@ func (t *tracker) read(rel string, max int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, max+1))
 }
 
-// openBeneath is the fallback for kernels without openat2: it walks the
-// path one component at a time without following symlinks.
+// openBeneath is read's fallback for kernels without openat2: the file
+// opened for reading, reached one component at a time without following
+// symlinks.
 func openBeneath(dir int, rel string) (int, error) {
+	return walkBeneath(dir, rel, unix.O_RDONLY|unix.O_NONBLOCK)
+}
+
+// walkBeneath opens rel under dir one component at a time, never following
+// a symlink: directories with O_PATH, the last component with last.
+func walkBeneath(dir int, rel string, last int) (int, error) {
 	parts := strings.Split(rel, "/")
 	cur, err := unix.Dup(dir)
 	if err != nil {
 		return -1, err
 	}
 	for i, p := range parts {
-		flags := unix.O_NOFOLLOW | unix.O_CLOEXEC
+		flags := unix.O_NOFOLLOW | unix.O_CLOEXEC | last
 		if i < len(parts)-1 {
-			flags |= unix.O_PATH | unix.O_DIRECTORY
-		} else {
-			flags |= unix.O_RDONLY | unix.O_NONBLOCK
+			flags = unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_PATH | unix.O_DIRECTORY
 		}
 		next, err := unix.Openat(cur, p, flags, 0)
 		unix.Close(cur)

@@ -236,3 +236,52 @@ func BenchmarkChangedAfterBlock10k(b *testing.B) {
 		})
 	}
 }
+
+// TestWalkBeneath covers the fallback for kernels without openat2: it
+// reaches regular files through real directories and refuses every
+// symlink on the way.
+func TestWalkBeneath(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "a", "b", "f.txt"), []byte("inside"), 0o644))
+	must(os.WriteFile(filepath.Join(outside, "secret"), []byte("outside"), 0o644))
+	must(os.Symlink(outside, filepath.Join(root, "dirlink")))
+	must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "a", "filelink")))
+	dir, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(err)
+	defer unix.Close(dir)
+
+	fd, err := openBeneath(dir, "a/b/f.txt")
+	must(err)
+	buf := make([]byte, 16)
+	n, _ := unix.Read(fd, buf)
+	unix.Close(fd)
+	if string(buf[:n]) != "inside" {
+		t.Errorf("read %q", buf[:n])
+	}
+	fd, err = pathBeneath(dir, "a/b/f.txt")
+	must(err)
+	unix.Close(fd)
+	for _, rel := range []string{"dirlink/secret", "a/filelink", "a/missing"} {
+		if fd, err := openBeneath(dir, rel); err == nil {
+			unix.Close(fd)
+			t.Errorf("openBeneath(%q) succeeded", rel)
+		}
+		// O_PATH opens a final symlink itself; what matters is that it
+		// is not taken for the file it points to.
+		if fd, err := pathBeneath(dir, rel); err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				t.Errorf("pathBeneath(%q) reached a regular file", rel)
+			}
+			unix.Close(fd)
+		}
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -855,7 +857,7 @@ func (d *Document) buildIndex() {
 					idx.dynamic[s] = t
 				}
 			}
-			for _, k := range sortedKeys(t) {
+			for _, k := range slices.Sorted(maps.Keys(t)) {
 				walk(t[k], depth+1)
 			}
 		case []any:
@@ -866,15 +868,6 @@ func (d *Document) buildIndex() {
 	}
 	walk(d.root, 0)
 	d.idx = idx
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func isSchema(v any) bool {
