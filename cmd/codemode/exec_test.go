@@ -148,7 +148,7 @@ func TestExecUsageAndFailures(t *testing.T) {
 }
 
 func TestExecTimeoutKeepsSession(t *testing.T) {
-	code, out, errs := runCLI(t, "", "exec", "--timeout", "300ms", "-c", "v = 'kept'", "-c", "while True: pass", "-c", "print(v)")
+	code, out, errs := runCLI(t, "", "exec", "--timeout", "1s", "-c", "v = 'kept'", "-c", "while True: pass", "-c", "print(v)")
 	if code != 0 || out != "kept\n" || !strings.Contains(errs, "CodeTimeout") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}

@@ -387,7 +387,7 @@ func testTimeoutCancelsToolCalls(t *testing.T, nb NewBackend) {
 		}
 	})
 	s := open(t, nb, transport.SessionConfig{Tools: h})
-	r := exec(t, s, transport.Block{Code: "from codemode_runtime import call\ncall('hang', {})", Timeout: 300 * time.Millisecond})
+	r := exec(t, s, transport.Block{Code: "from codemode_runtime import call\ncall('hang', {})", Timeout: time.Second})
 	if !r.Stopped {
 		t.Fatalf("Stopped = false; stderr %q", r.Stderr)
 	}
@@ -410,7 +410,7 @@ func testGraceReset(t *testing.T, nb NewBackend) {
 		// Stuck in C code, which never checks for the interrupt.
 		"sum(range(10**15))",
 	} {
-		r := exec(t, s, transport.Block{Code: code, Timeout: 200 * time.Millisecond, Grace: 300 * time.Millisecond})
+		r := exec(t, s, transport.Block{Code: code, Timeout: time.Second, Grace: 500 * time.Millisecond})
 		if !r.Reset {
 			t.Fatalf("%q: Reset = false (Stopped=%v, stderr %q), want the worker killed", code, r.Stopped, r.Stderr)
 		}
