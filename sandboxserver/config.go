@@ -44,6 +44,10 @@ type Config struct {
 	// WorkerAddressSpace, if positive, is the RLIMIT_AS of the Python
 	// worker, set before it reads its first block.
 	WorkerAddressSpace int64 `json:"worker_address_space,omitempty"`
+	// WorkerProcesses, if positive, is the RLIMIT_NPROC of the Python
+	// worker. Set it below the sandbox's own task limit so that a fork
+	// bomb in the code leaves the server the threads it needs.
+	WorkerProcesses int64 `json:"worker_processes,omitempty"`
 	// StartTimeout bounds the worker's start. Zero means 30s.
 	StartTimeout time.Duration `json:"start_timeout,omitempty"`
 }

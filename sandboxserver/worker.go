@@ -102,15 +102,25 @@ func (s *server) startWorker() (*worker, error) {
 		closeAll()
 		return nil, fmt.Errorf("sandboxserver: start %s: %w", s.cfg.Python, err)
 	}
-	if as := s.cfg.WorkerAddressSpace; as > 0 {
-		// Before the worker can read a block: it reads none until the
-		// server sends one, after ready.
-		lim := unix.Rlimit{Cur: uint64(as), Max: uint64(as)}
-		if err := unix.Prlimit(proc.Pid, unix.RLIMIT_AS, &lim, nil); err != nil {
+	// Limits go on before the worker can read a block: it reads none
+	// until the server sends one, after ready.
+	for _, l := range []struct {
+		res  int
+		v    int64
+		what string
+	}{
+		{unix.RLIMIT_AS, s.cfg.WorkerAddressSpace, "address space"},
+		{unix.RLIMIT_NPROC, s.cfg.WorkerProcesses, "processes"},
+	} {
+		if l.v <= 0 {
+			continue
+		}
+		lim := unix.Rlimit{Cur: uint64(l.v), Max: uint64(l.v)}
+		if err := unix.Prlimit(proc.Pid, l.res, &lim, nil); err != nil {
 			_ = proc.Kill()
 			s.reaper.mu.Unlock()
 			closeAll()
-			return nil, fmt.Errorf("sandboxserver: limit the worker's address space: %w", err)
+			return nil, fmt.Errorf("sandboxserver: limit the worker's %s: %w", l.what, err)
 		}
 	}
 	w := &worker{pid: proc.Pid, exited: make(chan struct{}), frames: make(chan workerFrame, 16), quit: make(chan struct{})}

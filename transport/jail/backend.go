@@ -19,6 +19,11 @@ var inProcessStages = map[string]func(argv []string) int{
 	sandboxserver.Stage: sandboxserver.RunStage,
 }
 
+// serverTasks is how many of the jail's tasks are kept for the sandbox
+// server's threads: the Python worker's RLIMIT_NPROC is the jail's
+// Processes less this.
+const serverTasks = 16
+
 // Backend opens sessions that each run a sandbox server and its Python
 // worker in a fresh jail. It is the default backend of codemode on Linux.
 // The zero value uses the defaults of [Config].
@@ -79,14 +84,19 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	if err != nil {
 		return nil, err
 	}
+	d := cfg.withDefaults()
 	var as int64
-	if d := cfg.withDefaults(); d.AddressSpaceBytes > 0 {
+	if d.AddressSpaceBytes > 0 {
 		as = d.AddressSpaceBytes
 	}
+	// The server shares the jail's task limit with the code: keep some
+	// for its own threads.
+	nproc := int64(max(d.Processes-serverTasks, 8))
 	args, err := sandboxserver.StageArgs(sandboxserver.Config{
 		Python:             python,
 		SysPath:            sysPath,
 		WorkerAddressSpace: as,
+		WorkerProcesses:    nproc,
 		Workdir:            "/workspace",
 		FilesDir:           "/codemode",
 		Env:                []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},

@@ -140,7 +140,7 @@ func TestSessionLimitsApplyToWorker(t *testing.T) {
 	s := openSession(t, jail.Config{MemoryBytes: 512 << 20, OpenFiles: 256, Processes: 100})
 	r, err := s.Exec(t.Context(), transport.Block{Code: `
 import resource, os
-print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resource.RLIMIT_NPROC)[0])
 # Only stdin, stdout, stderr and the two control pipes: the server's own
 # connection to the host is not among them (the sixth is listdir's own).
 print(os.getpid() != 1, len(os.listdir("/proc/self/fd")))
@@ -148,8 +148,9 @@ print(os.getpid() != 1, len(os.listdir("/proc/self/fd")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Address space: the default for 512 MiB of memory, 512 MiB + 1 GiB.
-	if want := "1536 256\nTrue 6\n"; r.Stdout != want {
+	// Address space: the default for 512 MiB of memory, 512 MiB + 1 GiB;
+	// processes: 100 less the 16 kept for the server.
+	if want := "1536 256 84\nTrue 6\n"; r.Stdout != want {
 		t.Errorf("stdout %q, want %q (stderr %q)", r.Stdout, want, r.Stderr)
 	}
 }
