@@ -1,0 +1,11 @@
+// Command codemode-demo runs an ADK agent with the Code Mode plugin on a
+// short task and prints what happens: the model's text, the code it writes,
+// each tool call the code makes, and what the code prints.
+//
+// With GOOGLE_API_KEY set it talks to Gemini (choose the model with -model
+// or CODEMODE_MODEL). Without it, it replays a scripted model, and says so;
+// the sandbox and the tools are real either way.
+//
+//	go run ./cmd/codemode-demo
+//	go run ./cmd/codemode-demo -backend unsandboxed   # hosts without namespaces
+package main

@@ -1,0 +1,58 @@
+// Package sandboxserver is the runtime inside a sandbox: it serves one
+// session of the frame protocol (package transport) to the host and owns
+// the session's persistent Python worker.
+//
+// # The worker
+//
+// [Serve] starts the interpreter once per session with the embedded runner
+// (runner/runner.py, passed with -c: nothing is installed in the sandbox)
+// and keeps it for the whole session, so variables, imports and files carry
+// from one block to the next. Each block runs in one __main__-like
+// namespace, compiled with the file name "<code-mode>"; a SyntaxError or an
+// exception prints a traceback of the user's code only and exits 1;
+// SystemExit behaves as in a script. The runner removes every environment
+// variable that is not on its allowlist before any user code runs, and
+// injects the codemode_runtime module through which the generated tools
+// package calls the host (call, ToolError, HTTPStatusError, CodeTimeout).
+//
+// The worker's fd 1 and fd 2 are pipes the server reads, so output that
+// child processes write to the real descriptors is captured too. The runner
+// writes a random marker to both after each block, and the server cuts each
+// stream there. Each stream keeps at most 4 MiB per block, its first and
+// last halves, and counts what it dropped.
+//
+// Blocks, their ends and tool calls travel over a pair of pipes of their
+// own (fd 3 and fd 4 of the worker), never over the output streams. Tool
+// calls come from any number of Python threads at once, each with its own
+// id; the server relays them to the host and the results back as they come,
+// and decodes what the worker writes as strictly as the host does.
+//
+// # Timeouts and resets
+//
+// A block past its timeout is interrupted in place: the server signals the
+// worker, whose handler raises CodeTimeout (a BaseException) in the block,
+// again every 100 ms; tool calls in flight are answered with TimeoutError
+// and cancelled on the host. If the block stops within the grace period,
+// the session keeps its state and done.stopped says so. If not, or if the
+// worker dies or breaks its control channel, the server kills the worker
+// and every process it started, starts a fresh one, and done.reset says the
+// state is gone. Either way a note is added to stderr.
+//
+// # Files
+//
+// After each block the server lists the regular files that the block
+// created or changed in the working directory, watching it with inotify so
+// that the cost follows what changed; symlinks, FIFOs, devices and files
+// with more than one link are never listed. The host fetches a listed file
+// with get_file; the server opens it with openat2 beneath the workspace,
+// refusing every symlink.
+//
+// # Starting the server
+//
+// Backends start the server by re-executing their own binary under the
+// argv[0] [Stage] (see [StageArgs]); this package's init function takes
+// over in that process. The jail runs it inside its init process instead
+// ([RunStage]). cmd/codemode-sandbox serves it on standard input and output
+// for containers. The server runs on Linux; elsewhere its functions return
+// an error that says so.
+package sandboxserver
