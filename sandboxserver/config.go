@@ -36,11 +36,18 @@ type Config struct {
 	// means 100,000.
 	MaxFiles int `json:"max_files,omitempty"`
 	// SysPath, if set, is the interpreter's sys.path as the site module
-	// builds it (see [ProbeSysPath]). The worker then starts without
+	// builds it (see [ProbeInterpreter]). The worker then starts without
 	// site, which is much faster; the builtins that site adds (exit,
 	// quit, help, ...) are still there. The .pth files' import lines are
 	// not run.
 	SysPath []string `json:"sys_path,omitempty"`
+	// RunnerCode, if set, is the runner compiled to marshal format by an
+	// interpreter whose sys.version is RunnerVersion (see
+	// [ProbeInterpreter]). A worker whose interpreter reports the same
+	// version runs it instead of compiling the runner's source, which
+	// saves a good part of its start-up; any other compiles the source.
+	RunnerCode    []byte `json:"runner_code,omitempty"`
+	RunnerVersion string `json:"runner_version,omitempty"`
 	// WorkerAddressSpace, if positive, is the RLIMIT_AS of the Python
 	// worker, set before it reads its first block.
 	WorkerAddressSpace int64 `json:"worker_address_space,omitempty"`

@@ -5,8 +5,9 @@
 // # The worker
 //
 // [Serve] starts the interpreter once per session with the embedded runner
-// (runner/runner.py, passed with -c: nothing is installed in the sandbox)
-// and keeps it for the whole session, so variables, imports and files carry
+// (runner/runner.py: nothing is installed in the sandbox; a backend that
+// ran [ProbeInterpreter] passes it compiled, which starts the worker
+// sooner) and keeps it for the whole session, so variables, imports and files carry
 // from one block to the next. Each block runs in one __main__-like
 // namespace, compiled with the file name "<code-mode>"; a SyntaxError or an
 // exception prints a traceback of the user's code only and exits 1;

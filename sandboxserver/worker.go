@@ -69,6 +69,10 @@ func (s *server) startWorker() (*worker, error) {
 	errR, errW := pipe()
 	inR, inW := pipe()   // server → runner
 	ctlR, ctlW := pipe() // runner → server
+	var codeR, codeW *os.File
+	if len(s.cfg.RunnerCode) > 0 {
+		codeR, codeW = pipe() // the runner's code, read once at start
+	}
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("sandboxserver: pipes: %w", err)
@@ -90,11 +94,16 @@ func (s *server) startWorker() (*worker, error) {
 		env = append(env, "CODEMODE_SYS_PATH="+string(b))
 		argv = []string{s.cfg.Python, "-I", "-B", "-S", "-c", runnerSource}
 	}
+	files := []*os.File{devnull, outW, errW, inR, ctlW}
+	if codeR != nil {
+		argv[len(argv)-1] = bootSource
+		files = append(files, codeR)
+	}
 	s.reaper.mu.Lock() // the reaper must not miss the exit of a fresh pid
 	proc, err := os.StartProcess(s.cfg.Python, argv, &os.ProcAttr{
 		Dir:   s.cfg.Workdir,
 		Env:   env,
-		Files: []*os.File{devnull, outW, errW, inR, ctlW},
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
@@ -131,6 +140,10 @@ func (s *server) startWorker() (*worker, error) {
 	errW.Close()
 	inR.Close()
 	ctlW.Close()
+	if codeR != nil {
+		codeR.Close()
+		go writeRunner(codeW, s.cfg.RunnerVersion, s.cfg.RunnerCode)
+	}
 
 	w.stdout = newCapture(outR, s.cfg.MaxOutputBytes)
 	w.stderr = newCapture(errR, s.cfg.MaxOutputBytes)
@@ -161,6 +174,38 @@ func (s *server) startWorker() (*worker, error) {
 		msg += "\n" + stderr
 	}
 	return nil, errors.New(msg)
+}
+
+// bootSource starts a worker from the compiled runner on fd 5, laid out
+// as writeRunner writes it. If the interpreter is not the one that
+// compiled it, it compiles the runner's source instead.
+const bootSource = `import marshal, os, sys
+def _boot():
+    parts = []
+    while True:
+        b = os.read(5, 1 << 20)
+        if not b:
+            break
+        parts.append(b)
+    os.close(5)
+    head, _, data = b"".join(parts).partition(b"\n")
+    vn, cn = map(int, head.split())
+    if data[:vn].decode() == sys.version:
+        return marshal.loads(data[vn:vn + cn])
+    return compile(data[vn + cn:], "<string>", "exec")
+exec(_boot())
+`
+
+// writeRunner writes the header line "<version length> <code length>",
+// the version, the compiled runner and its source to w, then closes it.
+func writeRunner(w *os.File, version string, code []byte) {
+	defer w.Close()
+	head := fmt.Sprintf("%d %d\n", len(version), len(code))
+	for _, p := range [][]byte{[]byte(head), []byte(version), code, []byte(runnerSource)} {
+		if _, err := w.Write(p); err != nil {
+			return // the worker died; its start fails and says so
+		}
+	}
 }
 
 // readFrames reads the worker's frames. Tool calls go straight to relay;

@@ -2,7 +2,9 @@
 # and sends it blocks of code over a control pipe; see sandboxserver/doc.go.
 #
 # fds: 0 /dev/null, 1 and 2 pipes the server captures, 3 frames from the
-# server, 4 frames to the server. Frames are JSON lines.
+# server, 4 frames to the server. Frames are JSON lines. When the backend
+# probed the interpreter, this file arrives compiled on fd 5 instead of as
+# -c source (compiling it costs more than the rest of the start-up).
 #
 # Start-up time matters (a sandbox starts per agent turn), so this file
 # imports only built-in modules at start: JSON goes through the _json

@@ -80,7 +80,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		return nil, err
 	}
 	cfg.Python = python
-	sysPath, err := sandboxserver.ProbeSysPath(ctx, python)
+	probe, err := sandboxserver.ProbeInterpreter(ctx, python)
 	if err != nil {
 		return nil, err
 	}
@@ -92,16 +92,17 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	// The server shares the jail's task limit with the code: keep some
 	// for its own threads.
 	nproc := int64(max(d.Processes-serverTasks, 8))
-	args, err := sandboxserver.StageArgs(sandboxserver.Config{
+	server := sandboxserver.Config{
 		Python:             python,
-		SysPath:            sysPath,
 		WorkerAddressSpace: as,
 		WorkerProcesses:    nproc,
 		Workdir:            "/workspace",
 		FilesDir:           "/codemode",
 		Env:                []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		MaxOutputBytes:     b.MaxOutputBytes,
-	})
+	}
+	probe.Apply(&server)
+	args, err := sandboxserver.StageArgs(server)
 	if err != nil {
 		return nil, err
 	}

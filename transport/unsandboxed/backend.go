@@ -44,19 +44,20 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 		cleanup()
 		return nil, err
 	}
-	sysPath, err := sandboxserver.ProbeSysPath(ctx, python)
+	probe, err := sandboxserver.ProbeInterpreter(ctx, python)
 	if err != nil {
 		cleanup()
 		return nil, err
 	}
-	args, err := sandboxserver.StageArgs(sandboxserver.Config{
+	scfg := sandboxserver.Config{
 		Python:         python,
-		SysPath:        sysPath,
 		Workdir:        ws,
 		FilesDir:       files,
 		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LANG=C.UTF-8", "TMPDIR=" + tmp},
 		MaxOutputBytes: b.MaxOutputBytes,
-	})
+	}
+	probe.Apply(&scfg)
+	args, err := sandboxserver.StageArgs(scfg)
 	if err != nil {
 		cleanup()
 		return nil, err

@@ -1,0 +1,126 @@
+//go:build linux
+
+package sandboxserver
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+const testPython = "/usr/bin/python3"
+
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(testPython); err != nil {
+		t.Skip("no", testPython)
+	}
+}
+
+// TestBootRunsCompiledRunner checks that a worker runs the compiled runner
+// when its interpreter compiled it, and compiles the source otherwise.
+func TestBootRunsCompiledRunner(t *testing.T) {
+	needPython(t)
+	// Compile a stand-in for the runner that says which way it ran; the
+	// real source (sent after it) would wait for frames on fd 3.
+	out, err := exec.Command(testPython, "-I", "-c", `import marshal, sys
+sys.stdout.buffer.write(marshal.dumps(compile("print('compiled:' + __name__)", "<string>", "exec")))`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := exec.Command(testPython, "-I", "-c", "import sys; sys.stdout.write(sys.version)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testPython, "-I", "-B", "-S", "-c", bootSource)
+	r, w, _ := os.Pipe()
+	cmd.ExtraFiles = []*os.File{nil, nil, r}
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	writeRunner(w, string(version), out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := stdout.String(); got != "compiled:__main__\n" {
+		t.Errorf("matching version: output %q, want the compiled code's", got)
+	}
+
+	// Another interpreter's bytecode is never loaded: the source runs and
+	// announces itself on fd 4.
+	cmd = exec.Command(testPython, "-I", "-B", "-S", "-c", bootSource)
+	r, w, _ = os.Pipe()
+	inR, inW, _ := os.Pipe()
+	ctlR, ctlW, _ := os.Pipe()
+	cmd.ExtraFiles = []*os.File{inR, ctlW, r}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	inR.Close()
+	ctlW.Close()
+	writeRunner(w, "9.9.9 (another build)", []byte("not marshal data"))
+	line, err := bufio.NewReader(ctlR).ReadString('\n')
+	inW.Close() // the runner exits when its control pipe closes
+	ctlR.Close()
+	_ = cmd.Wait()
+	if err != nil || !strings.HasPrefix(line, `{"kind":"ready"`) {
+		t.Errorf("other version: got %q, %v; want the source's ready frame", line, err)
+	}
+}
+
+// TestServeWithProbe runs blocks in a server whose worker starts from the
+// probed, compiled runner, including a traceback, which must point at the
+// block's own lines as the source-compiled runner's does.
+func TestServeWithProbe(t *testing.T) {
+	needPython(t)
+	p, err := ProbeInterpreter(t.Context(), testPython)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.SysPath) == 0 || len(p.Code) == 0 || p.Version == "" {
+		t.Fatalf("probe: %+v", p)
+	}
+	var stderrs []string
+	for _, probed := range []bool{true, false} {
+		host, sb, err := SocketPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Python: testPython, Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
+		if probed {
+			p.Apply(&cfg)
+		}
+		done := make(chan error, 1)
+		go func() { done <- Serve(context.Background(), transport.NewConn(sb, sb, sb, 0), cfg); sb.Close() }()
+		s, err := transport.NewClient(t.Context(), transport.NewConn(host, host, host, 0), transport.SessionConfig{}, transport.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Exec(t.Context(), transport.Block{Code: "x = 1\nprint(x)\n1/0\n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Stdout != "1\n" || r.ExitCode != 1 ||
+			!strings.HasPrefix(r.Stderr, "Traceback (most recent call last):\n  File \"<code-mode>\", line 3, in <module>\n    1/0\n") ||
+			!strings.HasSuffix(r.Stderr, "ZeroDivisionError: division by zero\n") {
+			t.Errorf("probed=%v: %+v", probed, r)
+		}
+		stderrs = append(stderrs, r.Stderr)
+		s.Close()
+		if err := <-done; err != nil {
+			t.Errorf("probed=%v: Serve: %v", probed, err)
+		}
+	}
+	if stderrs[0] != stderrs[1] {
+		t.Errorf("tracebacks differ:\n%s\n%s", stderrs[0], stderrs[1])
+	}
+}
