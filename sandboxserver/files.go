@@ -72,6 +72,9 @@ func newTracker(root string, max int) *tracker {
 	return t
 }
 
+// close releases the inotify descriptor.
+func (t *tracker) close() { t.stopWatching() }
+
 // baseline records the workspace as it is now, and watches it.
 func (t *tracker) baseline() {
 	t.drain()

@@ -22,11 +22,11 @@ const (
 )
 
 type server struct {
-	cfg    Config
-	host   *transport.Conn
-	reaper reaper
-	w      *worker
-	files  *tracker
+	cfg   Config
+	host  *transport.Conn
+	procs procs
+	w     *worker
+	files fileTracker
 	// mu guards the relay state, which the frame readers use directly so
 	// that a tool call and its result never wait for the main loop.
 	mu sync.Mutex
@@ -55,17 +55,21 @@ type block struct {
 // with a ready frame, and serves frames until a shutdown frame, the end of
 // conn or ctx. Every process the worker started is killed before Serve
 // returns.
+//
+// The server assumes that it owns every child of its process: it reaps
+// them all and, to end the session, kills them all.
 func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error {
 	if err := cfg.setDefaults(); err != nil {
 		return err
 	}
-	s := &server{cfg: cfg, host: conn, pending: make(map[string]bool)}
-	s.reaper.watch = make(map[int]*worker)
-	becomeSubreaper()
-	stopReaper := make(chan struct{})
-	go s.reaper.run(stopReaper)
-	defer close(stopReaper)
+	p := newLocalProcs(&cfg)
+	defer p.close()
+	return serve(ctx, conn, &cfg, p)
+}
 
+// serve runs a session with the worker's processes in p.
+func serve(ctx context.Context, conn *transport.Conn, cfg *Config, p procs) error {
+	s := &server{cfg: *cfg, host: conn, procs: p, files: p.files(), pending: make(map[string]bool)}
 	w, err := s.startWorker()
 	if err != nil {
 		_ = conn.Write(&transport.ErrorFrame{Message: err.Error()})
@@ -73,7 +77,6 @@ func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error {
 	}
 	s.w = w
 	defer func() { s.killWorker(s.w) }()
-	s.files = newTracker(cfg.Workdir, cfg.MaxFiles)
 	s.files.baseline()
 	if err := conn.Write(&transport.ReadyFrame{
 		ProtocolVersion: transport.ProtocolVersion,

@@ -43,111 +43,51 @@ type workerFrame struct {
 	err error
 }
 
+// procs starts, signals and kills the worker's processes and tracks the
+// workspace: in this process ([localProcs]), or in a sandbox through its
+// supervisor ([remoteProcs]).
+type procs interface {
+	// spawn starts a worker process with limits applied and returns it
+	// with the host's ends of its pipes. Its exit must close w.exited
+	// (after setting w.status).
+	spawn() (*worker, workerPipes, error)
+	// interrupt sends the worker the signal that stops a block in place.
+	interrupt(w *worker)
+	// killAll kills the worker and every process the code started, and
+	// returns once they are gone (or after a bound).
+	killAll(w *worker)
+	// files is the workspace tracker.
+	files() fileTracker
+	// close releases what the procs hold; the worker must be dead.
+	close()
+}
+
+// workerPipes are the host's ends of a worker's pipes.
+type workerPipes struct {
+	in     *os.File // frames to the runner (its fd 3)
+	ctl    *os.File // frames from the runner (its fd 4)
+	stdout *os.File
+	stderr *os.File
+}
+
+// fileTracker finds the files a block changed and reads them.
+type fileTracker interface {
+	baseline()
+	changed() []transport.FileInfo
+	read(rel string, max int64) ([]byte, error)
+}
+
 // startWorker starts the Python runner and waits for its ready frame.
 func (s *server) startWorker() (*worker, error) {
-	devnull, err := os.Open(os.DevNull)
+	w, p, err := s.procs.spawn()
 	if err != nil {
 		return nil, err
 	}
-	defer devnull.Close()
-	pipes := make([]*os.File, 0, 8)
-	closeAll := func() {
-		for _, f := range pipes {
-			f.Close()
-		}
-	}
-	pipe := func() (*os.File, *os.File) {
-		if err != nil {
-			return nil, nil
-		}
-		var r, w *os.File
-		r, w, err = os.Pipe()
-		pipes = append(pipes, r, w)
-		return r, w
-	}
-	outR, outW := pipe()
-	errR, errW := pipe()
-	inR, inW := pipe()   // server → runner
-	ctlR, ctlW := pipe() // runner → server
-	var codeR, codeW *os.File
-	if len(s.cfg.RunnerCode) > 0 {
-		codeR, codeW = pipe() // the runner's code, read once at start
-	}
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("sandboxserver: pipes: %w", err)
-	}
-	env := append([]string(nil), s.cfg.Env...)
-	env = append(env, "CODEMODE_WORKDIR="+s.cfg.Workdir)
-	if s.cfg.FilesDir != "" {
-		env = append(env, "CODEMODE_FILES_DIR="+s.cfg.FilesDir)
-	}
-	argv := []string{s.cfg.Python, "-I", "-B", "-c", runnerSource}
-	if len(s.cfg.SysPath) > 0 {
-		// The site module's work was done once, by SysPath's probe: skip
-		// it, which saves a good part of the interpreter's start-up.
-		b, err := json.Marshal(s.cfg.SysPath)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		env = append(env, "CODEMODE_SYS_PATH="+string(b))
-		argv = []string{s.cfg.Python, "-I", "-B", "-S", "-c", runnerSource}
-	}
-	files := []*os.File{devnull, outW, errW, inR, ctlW}
-	if codeR != nil {
-		argv[len(argv)-1] = bootSource
-		files = append(files, codeR)
-	}
-	s.reaper.mu.Lock() // the reaper must not miss the exit of a fresh pid
-	proc, err := os.StartProcess(s.cfg.Python, argv, &os.ProcAttr{
-		Dir:   s.cfg.Workdir,
-		Env:   env,
-		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	})
-	if err != nil {
-		s.reaper.mu.Unlock()
-		closeAll()
-		return nil, fmt.Errorf("sandboxserver: start %s: %w", s.cfg.Python, err)
-	}
-	// Limits go on before the worker can read a block: it reads none
-	// until the server sends one, after ready.
-	for _, l := range []struct {
-		res  int
-		v    int64
-		what string
-	}{
-		{unix.RLIMIT_AS, s.cfg.WorkerAddressSpace, "address space"},
-		{unix.RLIMIT_NPROC, s.cfg.WorkerProcesses, "processes"},
-	} {
-		if l.v <= 0 {
-			continue
-		}
-		lim := unix.Rlimit{Cur: uint64(l.v), Max: uint64(l.v)}
-		if err := unix.Prlimit(proc.Pid, l.res, &lim, nil); err != nil {
-			_ = proc.Kill()
-			s.reaper.mu.Unlock()
-			closeAll()
-			return nil, fmt.Errorf("sandboxserver: limit the worker's %s: %w", l.what, err)
-		}
-	}
-	w := &worker{pid: proc.Pid, exited: make(chan struct{}), frames: make(chan workerFrame, 16), quit: make(chan struct{})}
-	s.reaper.watch[proc.Pid] = w
-	s.reaper.mu.Unlock()
-	_ = proc.Release()
-	outW.Close()
-	errW.Close()
-	inR.Close()
-	ctlW.Close()
-	if codeR != nil {
-		codeR.Close()
-		go writeRunner(codeW, s.cfg.RunnerVersion, s.cfg.RunnerCode)
-	}
-
-	w.stdout = newCapture(outR, s.cfg.MaxOutputBytes)
-	w.stderr = newCapture(errR, s.cfg.MaxOutputBytes)
-	w.ctl = transport.NewConn(ctlR, inW, multiCloser{ctlR, inW}, transport.MaxFrameSize)
+	w.frames = make(chan workerFrame, 16)
+	w.quit = make(chan struct{})
+	w.stdout = newCapture(p.stdout, s.cfg.MaxOutputBytes)
+	w.stderr = newCapture(p.stderr, s.cfg.MaxOutputBytes)
+	w.ctl = transport.NewConn(p.ctl, p.in, multiCloser{p.ctl, p.in}, transport.MaxFrameSize)
 	go w.readFrames(s.relayCall)
 
 	timer := time.NewTimer(s.cfg.StartTimeout)
@@ -174,6 +114,141 @@ func (s *server) startWorker() (*worker, error) {
 		msg += "\n" + stderr
 	}
 	return nil, errors.New(msg)
+}
+
+// localProcs runs the worker as a child of this process, which becomes a
+// child subreaper so that it also reaps (and kills) what the worker
+// leaves behind. It assumes it owns every child of the process.
+type localProcs struct {
+	cfg     *Config
+	reaper  reaper
+	stop    chan struct{}
+	tracker *tracker
+}
+
+func newLocalProcs(cfg *Config) *localProcs {
+	p := &localProcs{cfg: cfg, stop: make(chan struct{})}
+	p.reaper.watch = make(map[int]*worker)
+	becomeSubreaper()
+	go p.reaper.run(p.stop)
+	p.tracker = newTracker(cfg.Workdir, cfg.MaxFiles)
+	return p
+}
+
+func (p *localProcs) files() fileTracker { return p.tracker }
+
+func (p *localProcs) close() {
+	close(p.stop)
+	p.tracker.close()
+}
+
+func (p *localProcs) interrupt(w *worker) { _ = syscall.Kill(w.pid, syscall.SIGUSR1) }
+
+func (p *localProcs) killAll(w *worker) { killTree(os.Getpid()) }
+
+// spawn starts the Python runner with the pipes of the worker protocol.
+func (p *localProcs) spawn() (*worker, workerPipes, error) {
+	cfg := p.cfg
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, workerPipes{}, err
+	}
+	defer devnull.Close()
+	pipes := make([]*os.File, 0, 10)
+	closeAll := func() {
+		for _, f := range pipes {
+			f.Close()
+		}
+	}
+	pipe := func() (*os.File, *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		var r, w *os.File
+		r, w, err = os.Pipe()
+		pipes = append(pipes, r, w)
+		return r, w
+	}
+	outR, outW := pipe()
+	errR, errW := pipe()
+	inR, inW := pipe()   // host → runner
+	ctlR, ctlW := pipe() // runner → host
+	var codeR, codeW *os.File
+	if len(cfg.RunnerCode) > 0 {
+		codeR, codeW = pipe() // the runner's code, read once at start
+	}
+	if err != nil {
+		closeAll()
+		return nil, workerPipes{}, fmt.Errorf("sandboxserver: pipes: %w", err)
+	}
+	env := append([]string(nil), cfg.Env...)
+	env = append(env, "CODEMODE_WORKDIR="+cfg.Workdir)
+	if cfg.FilesDir != "" {
+		env = append(env, "CODEMODE_FILES_DIR="+cfg.FilesDir)
+	}
+	argv := []string{cfg.Python, "-I", "-B", "-c", runnerSource}
+	if len(cfg.SysPath) > 0 {
+		// The site module's work was done once, by SysPath's probe: skip
+		// it, which saves a good part of the interpreter's start-up.
+		b, err := json.Marshal(cfg.SysPath)
+		if err != nil {
+			closeAll()
+			return nil, workerPipes{}, err
+		}
+		env = append(env, "CODEMODE_SYS_PATH="+string(b))
+		argv = []string{cfg.Python, "-I", "-B", "-S", "-c", runnerSource}
+	}
+	files := []*os.File{devnull, outW, errW, inR, ctlW}
+	if codeR != nil {
+		argv[len(argv)-1] = bootSource
+		files = append(files, codeR)
+	}
+	p.reaper.mu.Lock() // the reaper must not miss the exit of a fresh pid
+	proc, err := os.StartProcess(cfg.Python, argv, &os.ProcAttr{
+		Dir:   cfg.Workdir,
+		Env:   env,
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		p.reaper.mu.Unlock()
+		closeAll()
+		return nil, workerPipes{}, fmt.Errorf("sandboxserver: start %s: %w", cfg.Python, err)
+	}
+	// Limits go on before the worker can read a block: it reads none
+	// until the host sends one, after ready.
+	for _, l := range []struct {
+		res  int
+		v    int64
+		what string
+	}{
+		{unix.RLIMIT_AS, cfg.WorkerAddressSpace, "address space"},
+		{unix.RLIMIT_NPROC, cfg.WorkerProcesses, "processes"},
+	} {
+		if l.v <= 0 {
+			continue
+		}
+		lim := unix.Rlimit{Cur: uint64(l.v), Max: uint64(l.v)}
+		if err := unix.Prlimit(proc.Pid, l.res, &lim, nil); err != nil {
+			_ = proc.Kill()
+			p.reaper.mu.Unlock()
+			closeAll()
+			return nil, workerPipes{}, fmt.Errorf("sandboxserver: limit the worker's %s: %w", l.what, err)
+		}
+	}
+	w := &worker{pid: proc.Pid, exited: make(chan struct{})}
+	p.reaper.watch[proc.Pid] = w
+	p.reaper.mu.Unlock()
+	_ = proc.Release()
+	outW.Close()
+	errW.Close()
+	inR.Close()
+	ctlW.Close()
+	if codeR != nil {
+		codeR.Close()
+		go writeRunner(codeW, cfg.RunnerVersion, cfg.RunnerCode)
+	}
+	return w, workerPipes{in: inW, ctl: ctlR, stdout: outR, stderr: errR}, nil
 }
 
 // bootSource starts a worker from the compiled runner on fd 5, laid out
@@ -231,7 +306,7 @@ func (w *worker) readFrames(relay func(*worker, *transport.ToolCallFrame)) {
 // killWorker kills the worker and every process it started, and waits
 // until its output streams are drained.
 func (s *server) killWorker(w *worker) {
-	killTree(os.Getpid())
+	s.procs.killAll(w)
 	w.killOnce.Do(func() { close(w.quit) })
 	select {
 	case <-w.exited:
@@ -246,9 +321,7 @@ func (s *server) killWorker(w *worker) {
 	}
 }
 
-func (s *server) interruptWorker(w *worker) {
-	_ = syscall.Kill(w.pid, syscall.SIGUSR1)
-}
+func (s *server) interruptWorker(w *worker) { s.procs.interrupt(w) }
 
 // newMarker returns a random end-of-block marker for the output streams.
 func newMarker() string {
