@@ -12,6 +12,11 @@ import (
 // a [Config] as argv[1] and the host connection (a socket) as fd 3.
 const Stage = "codemode-sandboxserver"
 
+// SupervisorStage is the argv[0] under which a program that imports this
+// package runs the supervisor ([Supervise]) instead of its own main: argv[1]
+// is the JSON encoding of a [Config] and fd 3 the host's socket.
+const SupervisorStage = "codemode-supervisor"
+
 // Config configures [Serve].
 type Config struct {
 	// Python is the interpreter to run. Required.
@@ -91,6 +96,16 @@ func StageArgs(cfg Config) ([]string, error) {
 		return nil, err
 	}
 	return []string{Stage, string(b)}, nil
+}
+
+// SupervisorArgs returns the argv that starts the supervisor with cfg in a
+// re-executed binary: argv[0] is [SupervisorStage].
+func SupervisorArgs(cfg Config) ([]string, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return []string{SupervisorStage, string(b)}, nil
 }
 
 func truncate(s string, n int) string {

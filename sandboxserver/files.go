@@ -75,6 +75,22 @@ func newTracker(root string, max int) *tracker {
 // close releases the inotify descriptor.
 func (t *tracker) close() { t.stopWatching() }
 
+// watching reports whether the tracker learns of changes from inotify
+// alone: then, while its descriptor has no event queued, nothing changed.
+func (t *tracker) watching() bool { return t.in >= 0 && !t.rescan }
+
+// sendWatch sends the host a files message with the inotify descriptor,
+// which the host polls to skip asking when nothing changed.
+func (t *tracker) sendWatch(c *supConn) error {
+	fd, err := unix.FcntlInt(uintptr(t.in), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return c.send(supMsg{Op: "files"})
+	}
+	f := os.NewFile(uintptr(fd), "inotify")
+	defer f.Close()
+	return c.send(supMsg{Op: "files", Watching: true}, f)
+}
+
 // baseline records the workspace as it is now, and watches it.
 func (t *tracker) baseline() {
 	t.drain()

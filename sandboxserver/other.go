@@ -23,5 +23,19 @@ func RunStage(argv []string) int {
 	return 1
 }
 
+// Supervise fails: the supervisor needs Linux.
+func Supervise(ctx context.Context, sock *os.File, cfg Config) error { return errNotLinux }
+
+// RunSupervisor fails: the supervisor needs Linux.
+func RunSupervisor(argv []string) int {
+	fmt.Fprintln(os.Stderr, errNotLinux)
+	return 1
+}
+
+// Attach fails: the supervisor needs Linux.
+func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts transport.ClientOptions) (*transport.Client, error) {
+	return nil, errNotLinux
+}
+
 // SocketPair fails: the sandbox server needs Linux.
 func SocketPair() (host, sandbox *os.File, err error) { return nil, nil, errNotLinux }

@@ -21,10 +21,15 @@ import (
 const controlFD = 3
 
 func init() {
-	if len(os.Args) == 0 || filepath.Base(os.Args[0]) != Stage {
+	if len(os.Args) == 0 {
 		return
 	}
-	os.Exit(stageMain(os.Args[1:]))
+	switch filepath.Base(os.Args[0]) {
+	case Stage:
+		os.Exit(stageMain(os.Args[1:]))
+	case SupervisorStage:
+		os.Exit(RunSupervisor(os.Args))
+	}
 }
 
 // RunStage runs the sandbox server as the current process would when

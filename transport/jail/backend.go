@@ -16,7 +16,8 @@ import (
 // inProcessStages are the stages a jail's init can run in its own process
 // (see Spec.inProcess).
 var inProcessStages = map[string]func(argv []string) int{
-	sandboxserver.Stage: sandboxserver.RunStage,
+	sandboxserver.Stage:           sandboxserver.RunStage,
+	sandboxserver.SupervisorStage: sandboxserver.RunSupervisor,
 }
 
 // serverTasks is how many of the jail's tasks are kept for the sandbox
@@ -102,7 +103,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		MaxOutputBytes:     b.MaxOutputBytes,
 	}
 	probe.Apply(&server)
-	args, err := sandboxserver.StageArgs(server)
+	args, err := sandboxserver.SupervisorArgs(server)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	cmd, err := Start(context.Background(), cfg, Spec{
 		Args:       args,
 		Self:       true,
-		inProcess:  sandboxserver.Stage,
+		inProcess:  sandboxserver.SupervisorStage,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 		Stderr:     stderr,
 		ExtraFiles: []*os.File{sandboxEnd},
@@ -136,8 +137,10 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		}
 		return nil
 	}
-	conn := transport.NewConn(hostEnd, hostEnd, hostEnd, 0)
-	client, err := transport.NewClient(ctx, conn, scfg, transport.ClientOptions{OnClose: stop})
+	// The session runs in this process; the jail's init supervises the
+	// worker and passes its pipes over, so blocks and tool calls go
+	// between this process and the worker directly.
+	client, err := sandboxserver.Attach(ctx, hostEnd, server, scfg, transport.ClientOptions{OnClose: stop})
 	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			err = fmt.Errorf("%w\n%s", err, msg)

@@ -57,7 +57,7 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 		MaxOutputBytes: b.MaxOutputBytes,
 	}
 	probe.Apply(&scfg)
-	args, err := sandboxserver.StageArgs(scfg)
+	args, err := sandboxserver.SupervisorArgs(scfg)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -71,20 +71,21 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 	if err != nil {
 		exe = "/proc/self/exe"
 	}
+	stderr := &tailbuf.Buffer{Max: 16 << 10}
 	cmd := &exec.Cmd{
 		Path:        exe,
 		Args:        args,
 		Env:         []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 		Dir:         ws,
 		ExtraFiles:  []*os.File{sandboxEnd},
-		Stderr:      &tailbuf.Buffer{Max: 16 << 10},
+		Stderr:      stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	if err := cmd.Start(); err != nil {
 		sandboxEnd.Close()
 		hostEnd.Close()
 		cleanup()
-		return nil, fmt.Errorf("unsandboxed: start the sandbox server: %w", err)
+		return nil, fmt.Errorf("unsandboxed: start the supervisor: %w", err)
 	}
 	sandboxEnd.Close()
 	exited := make(chan struct{})
@@ -99,10 +100,11 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 		cleanup()
 		return nil
 	}
-	conn := transport.NewConn(hostEnd, hostEnd, hostEnd, 0)
-	s, err := transport.NewClient(ctx, conn, cfg, transport.ClientOptions{OnClose: stop})
+	// The session runs here; the supervisor only starts and stops the
+	// worker, whose pipes it passes over.
+	s, err := sandboxserver.Attach(ctx, hostEnd, scfg, cfg, transport.ClientOptions{OnClose: stop})
 	if err != nil {
-		if msg := strings.TrimSpace(cmd.Stderr.(*tailbuf.Buffer).String()); msg != "" {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			err = fmt.Errorf("%w\n%s", err, msg)
 		}
 		return nil, fmt.Errorf("unsandboxed: %w", err)
