@@ -37,15 +37,20 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 	}
 	p := newRemoteProcs(c)
 	hostEnd, serverEnd := net.Pipe()
+	// Tool calls run right here, on the goroutine that read them from the
+	// worker, rather than cross the pipe to the client as frames.
+	callsCtx, cancelCalls := context.WithCancel(context.Background())
+	calls := transport.NewCalls(callsCtx, scfg)
 	served := make(chan error, 1)
 	go func() {
-		err := serve(context.Background(), transport.NewConn(serverEnd, serverEnd, serverEnd, 0), &cfg, p)
+		err := serve(context.Background(), transport.NewConn(serverEnd, serverEnd, serverEnd, 0), &cfg, p, calls)
 		serverEnd.Close()
 		p.close()
 		served <- err
 	}()
 	onClose := opts.OnClose
 	opts.OnClose = func() error {
+		cancelCalls()
 		err := <-served
 		if onClose != nil {
 			err = errors.Join(err, onClose())

@@ -27,6 +27,9 @@ type server struct {
 	procs procs
 	w     *worker
 	files fileTracker
+	// calls, if set, runs tool calls in this process (a host that runs the
+	// server itself); otherwise they are relayed to the host.
+	calls *transport.Calls
 	// mu guards the relay state, which the frame readers use directly so
 	// that a tool call and its result never wait for the main loop.
 	mu sync.Mutex
@@ -64,12 +67,13 @@ func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error {
 	}
 	p := newLocalProcs(&cfg)
 	defer p.close()
-	return serve(ctx, conn, &cfg, p)
+	return serve(ctx, conn, &cfg, p, nil)
 }
 
-// serve runs a session with the worker's processes in p.
-func serve(ctx context.Context, conn *transport.Conn, cfg *Config, p procs) error {
-	s := &server{cfg: *cfg, host: conn, procs: p, files: p.files(), pending: make(map[string]bool)}
+// serve runs a session with the worker's processes in p. With calls, the
+// worker's tool calls run here instead of going to the host as frames.
+func serve(ctx context.Context, conn *transport.Conn, cfg *Config, p procs, calls *transport.Calls) error {
+	s := &server{cfg: *cfg, host: conn, procs: p, files: p.files(), calls: calls, pending: make(map[string]bool)}
 	w, err := s.startWorker()
 	if err != nil {
 		_ = conn.Write(&transport.ErrorFrame{Message: err.Error()})
@@ -231,9 +235,9 @@ func (s *server) beginStop(message string) {
 	b.ticker = time.NewTicker(resignalEvery)
 }
 
-// relayCall passes a tool call from the worker to the host. It runs on the
-// worker's frame reader.
-func (s *server) relayCall(w *worker, f *transport.ToolCallFrame) {
+// relayCall passes a tool call from the worker to the host, or returns
+// the function that runs it here. It runs on the worker's frame reader.
+func (s *server) relayCall(w *worker, f *transport.ToolCallFrame) (run func()) {
 	s.mu.Lock()
 	var refuse *transport.ErrorInfo
 	switch {
@@ -249,22 +253,37 @@ func (s *server) relayCall(w *worker, f *transport.ToolCallFrame) {
 	s.mu.Unlock()
 	if refuse != nil {
 		_ = w.ctl.Write(&transport.ToolResultFrame{ID: f.ID, Error: refuse})
-		return
+		return nil
+	}
+	if s.calls != nil {
+		return s.calls.Start(f, s.deliver)
 	}
 	_ = s.host.Write(f)
+	return nil
 }
 
 // relayResult passes a tool result from the host to the worker, unless the
 // call was cancelled meanwhile. It runs on the host's frame reader.
-func (s *server) relayResult(f *transport.ToolResultFrame) {
+func (s *server) relayResult(f *transport.ToolResultFrame) { _ = s.deliver(f) }
+
+// deliver passes a tool result to the worker, unless the call was
+// cancelled meanwhile. The call stays pending if the result could not be
+// written, so that a result saying why can follow.
+func (s *server) deliver(f *transport.ToolResultFrame) error {
 	s.mu.Lock()
 	ok := s.pending[f.ID]
-	delete(s.pending, f.ID)
 	w := s.w
 	s.mu.Unlock()
-	if ok {
-		_ = w.ctl.Write(f)
+	if !ok {
+		return nil
 	}
+	if err := w.ctl.Write(f); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.pending, f.ID)
+	s.mu.Unlock()
+	return nil
 }
 
 func (s *server) cancelPending() {
@@ -276,7 +295,11 @@ func (s *server) cancelPending() {
 	s.pending = make(map[string]bool)
 	s.mu.Unlock()
 	for _, id := range ids {
-		_ = s.host.Write(&transport.CancelFrame{ID: id, Reason: "the code was stopped"})
+		if s.calls != nil {
+			s.calls.Cancel(id)
+		} else {
+			_ = s.host.Write(&transport.CancelFrame{ID: id, Reason: "the code was stopped"})
+		}
 		_ = s.toWorker(&transport.ToolResultFrame{ID: id, Error: &transport.ErrorInfo{
 			Type: "TimeoutError", Message: "the tool call was cancelled because the code was stopped",
 		}})

@@ -283,13 +283,18 @@ func writeRunner(w *os.File, version string, code []byte) {
 	}
 }
 
-// readFrames reads the worker's frames. Tool calls go straight to relay;
-// everything else to the main loop.
-func (w *worker) readFrames(relay func(*worker, *transport.ToolCallFrame)) {
+// readFrames reads the worker's frames. Tool calls go straight to relay,
+// and run here if relay returns a function; everything else goes to the
+// main loop.
+func (w *worker) readFrames(relay func(*worker, *transport.ToolCallFrame) func()) {
 	for {
 		f, err := w.ctl.Read()
 		if c, ok := f.(*transport.ToolCallFrame); ok && err == nil {
-			relay(w, c)
+			if run := relay(w, c); run != nil {
+				if !transport.RunInline(run, func() { w.readFrames(relay) }) {
+					return
+				}
+			}
 			continue
 		}
 		select {

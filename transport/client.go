@@ -33,9 +33,7 @@ type Client struct {
 	execMu sync.Mutex // serialises Exec and ReadFile
 	seq    atomic.Uint64
 
-	callsMu sync.Mutex
-	calls   map[string]context.CancelFunc
-	sem     chan struct{}
+	calls *Calls
 
 	ctx       context.Context // cancelled on Close
 	cancel    context.CancelFunc
@@ -71,11 +69,10 @@ func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOp
 		cfg:       cfg,
 		opts:      opts,
 		replies:   make(chan Frame, 4),
-		calls:     make(map[string]context.CancelFunc),
-		sem:       make(chan struct{}, cfg.MaxConcurrentCalls),
 		readerEnd: make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.calls = NewCalls(c.ctx, cfg)
 
 	ready := make(chan error, 1)
 	go func() {
@@ -131,29 +128,13 @@ func (c *Client) readLoop() {
 		}
 		switch f := f.(type) {
 		case *ToolCallFrame:
-			if run := c.startCall(f); run != nil {
-				// Run the call here and go on reading after it, unless it
-				// takes long: then a fresh goroutine takes over reading.
-				// Most calls are quick, and starting a goroutine for each
-				// would wake a second thread every time.
-				var handedOver atomic.Bool
-				t := time.AfterFunc(handOverAfter, func() {
-					if handedOver.CompareAndSwap(false, true) {
-						go c.readLoop()
-					}
-				})
-				run()
-				t.Stop()
-				if !handedOver.CompareAndSwap(false, true) {
+			if run := c.calls.Start(f, c.sendResult); run != nil {
+				if !RunInline(run, c.readLoop) {
 					return
 				}
 			}
 		case *CancelFrame:
-			c.callsMu.Lock()
-			if cancel, ok := c.calls[f.ID]; ok {
-				cancel()
-			}
-			c.callsMu.Unlock()
+			c.calls.Cancel(f.ID)
 		case *LogFrame:
 			c.log(f)
 		case *DoneFrame, *OutputFrame, *FileFrame:
@@ -189,80 +170,8 @@ func (c *Client) log(f *LogFrame) {
 	c.opts.Logger.Log(c.ctx, level, "sandbox: "+truncate(f.Msg, 4096))
 }
 
-// startCall admits a tool call and returns the function that runs it, or
-// nil if the call was refused.
-func (c *Client) startCall(f *ToolCallFrame) (run func()) {
-	// The reader never writes itself: a sandbox that writes without
-	// reading must not be able to stall it.
-	fail := func(typ, msg string) {
-		go func() { _ = c.conn.Write(&ToolResultFrame{ID: f.ID, Error: &ErrorInfo{Type: typ, Message: msg}}) }()
-	}
-	if f.ID == "" || len(f.ID) > maxCallID {
-		fail("ProtocolError", "tool call id must be 1 to 128 characters")
-		return nil
-	}
-	select {
-	case c.sem <- struct{}{}:
-	default:
-		fail("ToolError", fmt.Sprintf("too many tool calls in flight (limit %d); wait for some to finish", c.cfg.MaxConcurrentCalls))
-		return nil
-	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	if f.TimeoutMS > 0 {
-		ctx, cancel = context.WithTimeout(c.ctx, time.Duration(f.TimeoutMS)*time.Millisecond)
-	}
-	c.callsMu.Lock()
-	if _, dup := c.calls[f.ID]; dup {
-		c.callsMu.Unlock()
-		cancel()
-		<-c.sem
-		fail("ProtocolError", "duplicate tool call id "+strconv.Quote(f.ID))
-		return nil
-	}
-	c.calls[f.ID] = cancel
-	c.callsMu.Unlock()
-
-	return func() {
-		defer func() {
-			c.callsMu.Lock()
-			delete(c.calls, f.ID)
-			c.callsMu.Unlock()
-			cancel()
-			<-c.sem
-		}()
-		call := ToolCall{ID: f.ID, Name: f.Name, Args: f.Args, Timeout: time.Duration(f.TimeoutMS) * time.Millisecond}
-		res := c.runCall(ctx, call)
-		out := &ToolResultFrame{ID: f.ID, OK: res.Err == nil, Value: res.Value, Error: res.Err}
-		if res.Err != nil {
-			out.Value = nil
-		}
-		if err := c.conn.Write(out); err != nil && !errors.Is(err, ErrClosed) {
-			// The value could not be encoded or was too large: say so
-			// rather than leave the caller waiting.
-			_ = c.conn.Write(&ToolResultFrame{ID: f.ID, Error: &ErrorInfo{
-				Type: "ToolError", Message: fmt.Sprintf("the result of %s could not be sent to the sandbox: %v", truncate(f.Name, 200), err),
-			}})
-		}
-	}
-}
-
-func (c *Client) runCall(ctx context.Context, call ToolCall) (res ToolResult) {
-	defer func() {
-		if r := recover(); r != nil {
-			res = Errorf("ToolError", "tool %s panicked: %v", truncate(call.Name, 200), r)
-		}
-	}()
-	if c.cfg.Tools == nil {
-		return Errorf("ToolNotFound", "no tool named %q: this session has no tools", truncate(call.Name, 200))
-	}
-	res = c.cfg.Tools.CallTool(ctx, call)
-	if res.Err == nil && ctx.Err() != nil && c.ctx.Err() == nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return Errorf("TimeoutError", "tool %s exceeded its timeout of %s", truncate(call.Name, 200), call.Timeout)
-		}
-	}
-	return res
-}
+// sendResult sends a tool result to the sandbox.
+func (c *Client) sendResult(f *ToolResultFrame) error { return c.conn.Write(f) }
 
 // Exec runs one block.
 func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
