@@ -63,7 +63,7 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 // remoteProcs are the worker's processes as a supervisor runs them.
 type remoteProcs struct {
 	c       *supConn
-	reqMu   sync.Mutex   // one request at a time
+	reqMu   sync.Mutex // one request at a time
 	replies chan supReply
 	end     chan struct{} // closed when the reader stops
 	endErr  error
