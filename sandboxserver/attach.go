@@ -74,6 +74,7 @@ type remoteProcs struct {
 
 	inotify  int // the supervisor's inotify descriptor, or -1
 	watching bool
+	spawned  bool // the first worker, which comes unasked, was taken
 }
 
 type supReply struct {
@@ -149,12 +150,15 @@ func (p *remoteProcs) exited(pid, status int) {
 	}
 }
 
-// request sends m and waits for the reply named want.
+// request sends m (nothing if m.Op is empty) and waits for the reply
+// named want.
 func (p *remoteProcs) request(m supMsg, want string, timeout time.Duration) (supReply, error) {
 	p.reqMu.Lock()
 	defer p.reqMu.Unlock()
-	if err := p.c.send(m); err != nil {
-		return supReply{}, p.lost(err)
+	if m.Op != "" {
+		if err := p.c.send(m); err != nil {
+			return supReply{}, p.lost(err)
+		}
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -183,7 +187,13 @@ func (p *remoteProcs) lost(err error) error {
 }
 
 func (p *remoteProcs) spawn() (*worker, workerPipes, error) {
-	r, err := p.request(supMsg{Op: "spawn"}, "spawned", supSpawnTimeout)
+	// The supervisor starts the first worker unasked.
+	req := supMsg{Op: "spawn"}
+	if !p.spawned {
+		p.spawned = true
+		req.Op = ""
+	}
+	r, err := p.request(req, "spawned", supSpawnTimeout)
 	if err != nil {
 		return nil, workerPipes{}, err
 	}

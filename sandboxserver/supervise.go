@@ -49,7 +49,8 @@ func RunSupervisor(argv []string) int {
 // itself ([Attach]): on the host's request over sock it starts a worker and
 // passes the host the worker's pipes, signals it, kills it with everything
 // it started, and finds and reads the workspace files a block changed. It
-// reports each worker's exit. It returns when the host closes sock or ctx
+// reports each worker's exit. The first worker starts without being asked.
+// It returns when the host closes sock or ctx
 // ends, after killing every process it started.
 //
 // Like [Serve], it assumes that it owns every child of its process.
@@ -74,6 +75,32 @@ func Supervise(ctx context.Context, sock *os.File, cfg Config) error {
 
 	var mu sync.Mutex
 	live := map[int]*worker{}
+	spawn := func() error {
+		w, pipes, err := p.spawn()
+		if err != nil {
+			return c.send(supMsg{Op: "error", Error: err.Error()})
+		}
+		mu.Lock()
+		live[w.pid] = w
+		mu.Unlock()
+		err = c.send(supMsg{Op: "spawned", Pid: w.pid}, pipes.in, pipes.ctl, pipes.stdout, pipes.stderr)
+		for _, f := range []*os.File{pipes.in, pipes.ctl, pipes.stdout, pipes.stderr} {
+			f.Close()
+		}
+		go func() {
+			<-w.exited
+			mu.Lock()
+			delete(live, w.pid)
+			mu.Unlock()
+			_ = c.send(supMsg{Op: "exited", Pid: w.pid, Status: int(w.status)})
+		}()
+		return err
+	}
+	// The first worker starts at once, unasked: its start-up overlaps
+	// with the host's.
+	if err := spawn(); err != nil {
+		return nil
+	}
 	for {
 		m, fds, err := c.recv()
 		closeFDs(fds) // the host passes none
@@ -86,25 +113,7 @@ func Supervise(ctx context.Context, sock *os.File, cfg Config) error {
 		}
 		switch m.Op {
 		case "spawn":
-			w, pipes, err := p.spawn()
-			if err != nil {
-				err = c.send(supMsg{Op: "error", Error: err.Error()})
-				break
-			}
-			mu.Lock()
-			live[w.pid] = w
-			mu.Unlock()
-			err = c.send(supMsg{Op: "spawned", Pid: w.pid}, pipes.in, pipes.ctl, pipes.stdout, pipes.stderr)
-			for _, f := range []*os.File{pipes.in, pipes.ctl, pipes.stdout, pipes.stderr} {
-				f.Close()
-			}
-			go func() {
-				<-w.exited
-				mu.Lock()
-				delete(live, w.pid)
-				mu.Unlock()
-				_ = c.send(supMsg{Op: "exited", Pid: w.pid, Status: int(w.status)})
-			}()
+			err = spawn()
 		case "interrupt":
 			mu.Lock()
 			w := live[m.Pid]

@@ -287,6 +287,10 @@ func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	}
 }
 
+// Err returns nil while the connection to the sandbox is up, and why it
+// ended once it has.
+func (c *Client) Err() error { return c.failed() }
+
 func (c *Client) failed() error {
 	select {
 	case <-c.readerEnd:

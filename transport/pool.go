@@ -1,0 +1,192 @@
+package transport
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Pool is a [Backend] that keeps sessions of another backend started ahead
+// of need, so that Open hands over a ready sandbox instead of starting one.
+// A pooled session has never run code: each is used by one Open only, and
+// its sandbox is as fresh as a cold one. Sessions are pooled per set of
+// [SessionConfig.Files] (the generated tools package), which is the same for
+// every turn of an agent; an Open with other files starts a session the
+// usual way, and the pool then fills with sessions for those files. The
+// tool handler is attached when the session is handed over.
+//
+// A pooled sandbox holds its memory while it waits. Close the pool to end
+// the sessions it holds; they also end with the process.
+type Pool struct {
+	// Backend starts the sessions.
+	Backend Backend
+	// Size is how many sessions are kept ready. Zero means 1.
+	Size int
+	// StartTimeout bounds the start of a session in the background. Zero
+	// means two minutes.
+	StartTimeout time.Duration
+
+	mu       sync.Mutex
+	key      [32]byte
+	ready    []*pooled
+	starting int
+	closed   bool
+	failed   error // the last background start failed: wait for a miss
+	wg       sync.WaitGroup
+}
+
+var _ Backend = (*Pool)(nil)
+
+type pooled struct {
+	s     Session
+	tools *lateTools
+}
+
+// lateTools is the tool handler of a pooled session: calls go to the
+// handler set when the session is handed over.
+type lateTools struct{ h atomic.Pointer[ToolHandler] }
+
+func (l *lateTools) CallTool(ctx context.Context, call ToolCall) ToolResult {
+	if h := l.h.Load(); h != nil && *h != nil {
+		return (*h).CallTool(ctx, call)
+	}
+	return Errorf("ToolNotFound", "no tool named %q: this session has no tools", truncate(call.Name, 200))
+}
+
+// Name is the pooled backend's name.
+func (p *Pool) Name() string { return p.Backend.Name() }
+
+func (p *Pool) size() int { return max(p.Size, 1) }
+
+// poolKey identifies the sessions that can stand in for one another.
+func poolKey(cfg SessionConfig) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(cfg.MaxConcurrentCalls))
+	h.Write(n[:])
+	names := make([]string, 0, len(cfg.Files))
+	for name := range cfg.Files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		for _, b := range [][]byte{[]byte(name), cfg.Files[name]} {
+			binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+			h.Write(n[:])
+			h.Write(b)
+		}
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// Open hands over a ready session started with the same files, and starts
+// another in the background; without one, it starts a session itself.
+func (p *Pool) Open(ctx context.Context, cfg SessionConfig) (Session, error) {
+	key := poolKey(cfg)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("transport: the pool is closed")
+	}
+	var stale []*pooled
+	if key != p.key {
+		stale, p.ready = p.ready, nil
+		p.key = key
+		p.failed = nil
+	}
+	var got *pooled
+	for len(p.ready) > 0 && got == nil {
+		got, p.ready = p.ready[0], p.ready[1:]
+		if failed(got.s) {
+			stale = append(stale, got)
+			got = nil
+		}
+	}
+	if got == nil {
+		p.failed = nil // a miss: try the background again
+	}
+	p.refillLocked(cfg)
+	p.mu.Unlock()
+	for _, s := range stale {
+		_ = s.s.Close()
+	}
+	if got != nil {
+		got.tools.h.Store(&cfg.Tools)
+		return got.s, nil
+	}
+	return p.Backend.Open(ctx, cfg)
+}
+
+// failed reports whether a session's connection has already ended.
+func failed(s Session) bool {
+	e, ok := s.(interface{ Err() error })
+	return ok && e.Err() != nil
+}
+
+// refillLocked starts sessions in the background until ready and starting
+// ones make Size. Callers hold mu.
+func (p *Pool) refillLocked(cfg SessionConfig) {
+	if p.closed || p.failed != nil {
+		return
+	}
+	key := p.key
+	for len(p.ready)+p.starting < p.size() {
+		p.starting++
+		tools := &lateTools{}
+		bg := SessionConfig{Files: cfg.Files, Tools: tools, MaxConcurrentCalls: cfg.MaxConcurrentCalls}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			timeout := p.StartTimeout
+			if timeout <= 0 {
+				timeout = 2 * time.Minute
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			s, err := p.Backend.Open(ctx, bg)
+			cancel()
+			p.mu.Lock()
+			p.starting--
+			keep := err == nil && !p.closed && p.key == key
+			if keep {
+				p.ready = append(p.ready, &pooled{s: s, tools: tools})
+			} else if err != nil && p.key == key {
+				p.failed = err
+			}
+			p.mu.Unlock()
+			if err == nil && !keep {
+				_ = s.Close()
+			}
+		}()
+	}
+}
+
+// Ready reports how many sessions wait in the pool.
+func (p *Pool) Ready() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ready)
+}
+
+// Close ends the sessions that wait in the pool, and waits for those still
+// starting to start and end. Sessions handed out are not affected. Open
+// fails after Close.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	ready := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	var errs []error
+	for _, s := range ready {
+		errs = append(errs, s.s.Close())
+	}
+	p.wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,212 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// poolBackend counts the sessions it opens and can be told to fail.
+type poolBackend struct {
+	mu     sync.Mutex
+	opened []*poolSession
+	fail   error
+	delay  time.Duration
+}
+
+type poolSession struct {
+	cfg    SessionConfig
+	closed bool
+	dead   error
+}
+
+func (s *poolSession) Environment() Environment { return Environment{} }
+func (s *poolSession) Exec(ctx context.Context, b Block) (*Result, error) {
+	return nil, errors.New("not used")
+}
+func (s *poolSession) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return nil, errors.New("not used")
+}
+func (s *poolSession) Close() error { s.closed = true; return nil }
+func (s *poolSession) Err() error   { return s.dead }
+
+func (b *poolBackend) Name() string { return "fake" }
+
+func (b *poolBackend) Open(ctx context.Context, cfg SessionConfig) (Session, error) {
+	time.Sleep(b.delay)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fail != nil {
+		return nil, b.fail
+	}
+	s := &poolSession{cfg: cfg}
+	b.opened = append(b.opened, s)
+	return s, nil
+}
+
+func (b *poolBackend) session(i int) *poolSession {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.opened[i]
+}
+
+func (b *poolBackend) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.opened)
+}
+
+func waitReady(t *testing.T, p *Pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Ready() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool has %d ready sessions, want %d", p.Ready(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func handler(v string) ToolHandler {
+	return ToolHandlerFunc(func(ctx context.Context, c ToolCall) ToolResult { return ToolResult{Value: v} })
+}
+
+func TestPoolHandsOverStartedSessions(t *testing.T) {
+	b := &poolBackend{}
+	p := &Pool{Backend: b, Size: 2}
+	defer p.Close()
+	files := map[string][]byte{"tools/__init__.py": []byte("")}
+
+	// A miss: the caller's session is started for it, and the pool fills.
+	s1, err := p.Open(t.Context(), SessionConfig{Files: files, Tools: handler("first")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s1.(*poolSession).cfg.Tools.CallTool(t.Context(), ToolCall{}).Value; got != "first" {
+		t.Errorf("cold session's tool answered %v", got)
+	}
+	waitReady(t, p, 2)
+	if b.count() != 3 {
+		t.Fatalf("opened %d sessions, want 3", b.count())
+	}
+
+	// A hit: a started session, with this Open's tools, and a refill.
+	s2, err := p.Open(t.Context(), SessionConfig{Files: files, Tools: handler("second")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := s2.(*poolSession)
+	if ps == s1 || ps.closed {
+		t.Fatalf("got the cold session or a closed one")
+	}
+	if got := ps.cfg.Tools.CallTool(t.Context(), ToolCall{}).Value; got != "second" {
+		t.Errorf("pooled session's tool answered %v, want the handler given to Open", got)
+	}
+	waitReady(t, p, 2)
+	if b.count() != 4 {
+		t.Errorf("opened %d sessions, want 4 (one refill)", b.count())
+	}
+	// A session is handed out once.
+	s3, _ := p.Open(t.Context(), SessionConfig{Files: files})
+	if s3 == s2 || s3 == s1 {
+		t.Error("a session was handed out twice")
+	}
+	if r := s3.(*poolSession).cfg.Tools.CallTool(t.Context(), ToolCall{Name: "x"}); r.Err == nil || r.Err.Type != "ToolNotFound" {
+		t.Errorf("nil tools: %+v, want ToolNotFound", r)
+	}
+}
+
+func TestPoolOtherFilesStartAfresh(t *testing.T) {
+	b := &poolBackend{}
+	p := &Pool{Backend: b, Size: 1}
+	defer p.Close()
+	a := map[string][]byte{"tools/a.py": []byte("a")}
+	if _, err := p.Open(t.Context(), SessionConfig{Files: a}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, 1)
+	old := b.session(1)
+
+	other := map[string][]byte{"tools/a.py": []byte("b")}
+	s, err := p.Open(t.Context(), SessionConfig{Files: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s == old || string(s.(*poolSession).cfg.Files["tools/a.py"]) != "b" {
+		t.Fatal("a session started with other files was handed out")
+	}
+	if !old.closed {
+		t.Error("the pooled session for the old files was not closed")
+	}
+	waitReady(t, p, 1)
+	s, _ = p.Open(t.Context(), SessionConfig{Files: other})
+	if string(s.(*poolSession).cfg.Files["tools/a.py"]) != "b" {
+		t.Error("the pool did not refill with the new files")
+	}
+}
+
+func TestPoolSkipsDeadSessions(t *testing.T) {
+	b := &poolBackend{}
+	p := &Pool{Backend: b, Size: 1}
+	defer p.Close()
+	if _, err := p.Open(t.Context(), SessionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, 1)
+	dead := b.session(1)
+	dead.dead = errors.New("the sandbox closed the connection")
+	s, err := p.Open(t.Context(), SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s == dead || !dead.closed {
+		t.Errorf("dead pooled session handed out (%v) or not closed (%v)", s == dead, dead.closed)
+	}
+}
+
+func TestPoolBackgroundFailure(t *testing.T) {
+	b := &poolBackend{fail: errors.New("no sandbox today")}
+	p := &Pool{Backend: b, Size: 1}
+	defer p.Close()
+	if _, err := p.Open(t.Context(), SessionConfig{}); err == nil || err.Error() != "no sandbox today" {
+		t.Fatalf("err = %v, want the backend's", err)
+	}
+	p.wg.Wait()
+	b.mu.Lock()
+	b.fail = nil
+	b.mu.Unlock()
+	// The next Open starts its own session and the pool tries again.
+	if _, err := p.Open(t.Context(), SessionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, 1)
+}
+
+func TestPoolClose(t *testing.T) {
+	b := &poolBackend{delay: 50 * time.Millisecond}
+	p := &Pool{Backend: b, Size: 2}
+	mine, err := p.Open(t.Context(), SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Close while the refills are still starting: it waits for them and
+	// they end.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, s := range b.opened {
+		if s != mine && !s.closed {
+			t.Errorf("pooled session %d still open after Close", i)
+		}
+	}
+	if len(b.opened) != 3 {
+		t.Errorf("opened %d sessions, want 3", len(b.opened))
+	}
+	if _, err := p.Open(context.Background(), SessionConfig{}); err == nil {
+		t.Error("Open after Close succeeded")
+	}
+}
