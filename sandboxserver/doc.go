@@ -1,14 +1,16 @@
-// Package sandboxserver is the runtime inside a sandbox: it serves one
-// session of the frame protocol (package transport) to the host and owns
-// the session's persistent Python worker.
+// Package sandboxserver is the runtime of a session: it serves the frame
+// protocol (package transport) to the host and owns the session's
+// persistent Python worker. It runs either inside the sandbox ([Serve]),
+// or in the host's process with the worker in the sandbox under a
+// supervisor ([Attach] and [Supervise]).
 //
 // # The worker
 //
-// [Serve] starts the interpreter once per session with the embedded runner
-// (runner/runner.py: nothing is installed in the sandbox; a backend that
-// ran [ProbeInterpreter] passes it compiled, which starts the worker
-// sooner) and keeps it for the whole session, so variables, imports and files carry
-// from one block to the next. Each block runs in one __main__-like
+// The server starts the interpreter once per session with the embedded
+// runner (runner/runner.py: nothing is installed in the sandbox; a backend
+// that ran [ProbeInterpreter] passes it compiled, which starts the worker
+// sooner) and keeps it for the whole session, so variables, imports and
+// files carry from one block to the next. Each block runs in one __main__-like
 // namespace, compiled with the file name "<code-mode>"; a SyntaxError or an
 // exception prints a traceback of the user's code only and exits 1;
 // SystemExit behaves as in a script. The runner removes every environment
@@ -48,12 +50,23 @@
 // with get_file; the server opens it with openat2 beneath the workspace,
 // refusing every symlink.
 //
-// # Starting the server
+// # Where it runs
 //
-// Backends start the server by re-executing their own binary under the
-// argv[0] [Stage] (see [StageArgs]); this package's init function takes
-// over in that process. The jail runs it inside its init process instead
-// ([RunStage]). cmd/codemode-sandbox serves it on standard input and output
-// for containers. The server runs on Linux; elsewhere its functions return
-// an error that says so.
+// A sandbox on another machine runs [Serve]: cmd/codemode-sandbox serves
+// it on standard input and output for containers, and a backend may start
+// it by re-executing its own binary under the argv[0] [Stage] (see
+// [StageArgs]; this package's init function takes over in that process).
+//
+// A sandbox on the same machine runs [Supervise] instead (argv[0]
+// [SupervisorStage], see [SupervisorArgs]; the jail runs it in its init
+// process with [RunSupervisor]), and the host runs the server with
+// [Attach]. The supervisor starts, signals and kills the worker, reaps
+// and tracks what runs in the sandbox, and passes the worker's pipes to
+// the host over a Unix socket, so that blocks and tool calls travel
+// between the host and the worker with no process in between; tool calls
+// then run on the goroutine that read them. The two talk in JSON lines,
+// decoded as strictly as frames.
+//
+// The package runs on Linux; elsewhere its functions return an error that
+// says so.
 package sandboxserver
