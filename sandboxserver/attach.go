@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,13 +28,19 @@ import (
 // apply here). The returned client owns sup; opts.OnClose runs after the
 // supervisor's processes are gone.
 func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts transport.ClientOptions) (*transport.Client, error) {
+	fail := func(err error) (*transport.Client, error) {
+		if opts.OnClose != nil {
+			err = errors.Join(err, opts.OnClose())
+		}
+		return nil, err
+	}
 	if err := cfg.setDefaults(); err != nil {
 		sup.Close()
-		return nil, err
+		return fail(err)
 	}
 	c, err := newSupConn(sup, supOps)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	p := newRemoteProcs(c)
 	hostEnd, serverEnd := net.Pipe()
@@ -48,16 +55,32 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		p.close()
 		served <- err
 	}()
+	var started atomic.Bool
 	onClose := opts.OnClose
 	opts.OnClose = func() error {
 		cancelCalls()
+		if !started.Load() {
+			// The start failed or was given up: do not wait for a
+			// supervisor that may never answer.
+			p.c.c.Close()
+		}
 		err := <-served
 		if onClose != nil {
 			err = errors.Join(err, onClose())
 		}
 		return err
 	}
-	return transport.NewClient(ctx, transport.NewConn(hostEnd, hostEnd, hostEnd, 0), scfg, opts)
+	// Until the worker is ready, ctx bounds the wait for the supervisor too.
+	stop := context.AfterFunc(ctx, func() { p.c.c.Close() })
+	client, err := transport.NewClient(ctx, transport.NewConn(hostEnd, hostEnd, hostEnd, 0), scfg, opts)
+	if !stop() && err == nil {
+		// ctx ended just as the worker became ready, and the supervisor
+		// is gone with it.
+		client.Close()
+		return nil, ctx.Err()
+	}
+	started.Store(err == nil)
+	return client, err
 }
 
 // remoteProcs are the worker's processes as a supervisor runs them.
@@ -124,7 +147,7 @@ func (p *remoteProcs) readLoop() {
 		}
 	}
 	p.c.c.Close()
-	closeFDs(p.c.fds)
+	p.c.dropFDs()
 	p.endErr = err
 	close(p.end)
 	p.mu.Lock()

@@ -324,7 +324,8 @@ func (s *server) reset(note string, exitCode int) error {
 	stderr, errDropped := old.stderr.take()
 	w, err := s.startWorker()
 	if err != nil {
-		return s.fail("%v", err)
+		_ = s.host.Write(&transport.ErrorFrame{Message: err.Error()})
+		return err
 	}
 	s.mu.Lock()
 	s.pending = make(map[string]bool)

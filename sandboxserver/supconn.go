@@ -84,15 +84,28 @@ func decodeSupMsg(line []byte, ops map[string]int) (supMsg, error) {
 // supConn is one end of the supervisor socket. Sends are serialised;
 // receives come from one goroutine.
 type supConn struct {
-	c   *net.UnixConn
-	ops map[string]int // what the other end may send
+	c       *net.UnixConn
+	ops     map[string]int // what the other end may send
+	maxLine int            // the longest message accepted
 
 	wmu sync.Mutex
 
-	buf []byte // received, not yet returned
-	fds []int  // received descriptors not yet claimed
-	oob []byte
-	rd  []byte
+	buf     []byte  // received, not yet returned
+	off     int64   // stream offset of buf[0]
+	scanned int     // buf[:scanned] has no newline
+	batches []batch // received descriptors not yet claimed, oldest first
+	oob     []byte
+	rd      []byte
+}
+
+// batch is the descriptors that one read brought, with the stream range
+// of that read's bytes. The kernel hands descriptors over with the first
+// bytes of the write that carried them, and a sender starts each message
+// with its own write, so a message's descriptors came with the read that
+// holds its first byte.
+type batch struct {
+	start, end int64
+	fds        []int
 }
 
 func newSupConn(f *os.File, peerOps map[string]int) (*supConn, error) {
@@ -106,7 +119,7 @@ func newSupConn(f *os.File, peerOps map[string]int) (*supConn, error) {
 		fc.Close()
 		return nil, errors.New("sandboxserver: the supervisor connection is not a Unix socket")
 	}
-	return &supConn{c: uc, ops: peerOps, oob: make([]byte, syscall.CmsgSpace(4*maxQueuedFDs)), rd: make([]byte, 64<<10)}, nil
+	return &supConn{c: uc, ops: peerOps, maxLine: maxSupLine, oob: make([]byte, syscall.CmsgSpace(4*maxQueuedFDs)), rd: make([]byte, 64<<10)}, nil
 }
 
 // send writes m with files passed alongside.
@@ -156,29 +169,42 @@ func (s *supConn) send(m supMsg, files ...*os.File) error {
 }
 
 // recv returns the next message and the descriptors it carries.
+// Descriptors that came with bytes no message claimed them for are closed.
 func (s *supConn) recv() (supMsg, []int, error) {
 	for {
-		if i := bytes.IndexByte(s.buf, '\n'); i >= 0 {
-			line := s.buf[:i]
+		if i := bytes.IndexByte(s.buf[s.scanned:], '\n'); i >= 0 {
+			i += s.scanned
+			line, at := s.buf[:i], s.off
 			m, err := decodeSupMsg(line, s.ops)
-			s.buf = s.buf[i+1:]
+			s.buf, s.off, s.scanned = s.buf[i+1:], s.off+int64(i)+1, 0
+			// Batches that came wholly before this message were not
+			// claimed: drop them.
+			for len(s.batches) > 0 && s.batches[0].end <= at {
+				closeFDs(s.batches[0].fds)
+				s.batches = s.batches[1:]
+			}
 			if err != nil {
 				return m, nil, err
 			}
-			if m.FDs > len(s.fds) {
-				return m, nil, fmt.Errorf("%w: %s announced %d descriptors, %d arrived", errSupProtocol, m.Op, m.FDs, len(s.fds))
+			if m.FDs == 0 {
+				return m, nil, nil
 			}
-			fds := append([]int(nil), s.fds[:m.FDs]...)
-			s.fds = s.fds[m.FDs:]
+			if len(s.batches) == 0 || s.batches[0].start > at || len(s.batches[0].fds) != m.FDs {
+				return m, nil, fmt.Errorf("%w: %s announced %d descriptors that did not come with it", errSupProtocol, m.Op, m.FDs)
+			}
+			fds := s.batches[0].fds
+			s.batches = s.batches[1:]
 			return m, fds, nil
 		}
-		if len(s.buf) > maxSupLine {
-			return supMsg{}, nil, fmt.Errorf("%w: a message longer than %d bytes", errSupProtocol, maxSupLine)
+		s.scanned = len(s.buf)
+		if len(s.buf) > s.maxLine {
+			return supMsg{}, nil, fmt.Errorf("%w: a message longer than %d bytes", errSupProtocol, s.maxLine)
 		}
 		n, oobn, flags, _, err := s.c.ReadMsgUnix(s.rd, s.oob)
 		n, oobn = max(n, 0), max(oobn, 0)
 		if oobn > 0 {
-			if perr := s.takeRights(s.oob[:oobn]); perr != nil {
+			start := s.off + int64(len(s.buf))
+			if perr := s.takeRights(s.oob[:oobn], start, start+int64(n)); perr != nil {
 				return supMsg{}, nil, perr
 			}
 		}
@@ -195,28 +221,45 @@ func (s *supConn) recv() (supMsg, []int, error) {
 	}
 }
 
-func (s *supConn) takeRights(oob []byte) error {
+func (s *supConn) takeRights(oob []byte, start, end int64) error {
 	msgs, err := syscall.ParseSocketControlMessage(oob)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errSupProtocol, err)
 	}
+	var fds []int
 	for _, m := range msgs {
-		fds, err := syscall.ParseUnixRights(&m)
+		got, err := syscall.ParseUnixRights(&m)
 		if err != nil {
 			continue
 		}
-		s.fds = append(s.fds, fds...)
+		fds = append(fds, got...)
 	}
-	if len(s.fds) > maxQueuedFDs {
-		return fmt.Errorf("%w: %d descriptors nobody asked for", errSupProtocol, len(s.fds))
+	if len(fds) == 0 {
+		return nil
+	}
+	s.batches = append(s.batches, batch{start: start, end: end, fds: fds})
+	queued := 0
+	for _, b := range s.batches {
+		queued += len(b.fds)
+	}
+	if queued > maxQueuedFDs {
+		return fmt.Errorf("%w: %d descriptors nobody asked for", errSupProtocol, queued)
 	}
 	return nil
 }
 
+// dropFDs closes every descriptor received and not claimed. Only the
+// receiving goroutine may call it.
+func (s *supConn) dropFDs() {
+	for _, b := range s.batches {
+		closeFDs(b.fds)
+	}
+	s.batches = nil
+}
+
 // close closes the socket and every descriptor received and not claimed.
 func (s *supConn) close() error {
-	closeFDs(s.fds)
-	s.fds = nil
+	s.dropFDs()
 	return s.c.Close()
 }
 

@@ -29,6 +29,7 @@ type worker struct {
 	ctl      *transport.Conn // frames to and from the runner
 	stdout   *capture
 	stderr   *capture
+	streams  []*os.File    // the read ends the captures read
 	exited   chan struct{} // closed when the process has been reaped
 	status   syscall.WaitStatus
 	frames   chan workerFrame
@@ -85,6 +86,7 @@ func (s *server) startWorker() (*worker, error) {
 	}
 	w.frames = make(chan workerFrame, 16)
 	w.quit = make(chan struct{})
+	w.streams = []*os.File{p.stdout, p.stderr}
 	w.stdout = newCapture(p.stdout, s.cfg.MaxOutputBytes)
 	w.stderr = newCapture(p.stderr, s.cfg.MaxOutputBytes)
 	w.ctl = transport.NewConn(p.ctl, p.in, multiCloser{p.ctl, p.in}, transport.MaxFrameSize)
@@ -323,6 +325,10 @@ func (s *server) killWorker(w *worker) {
 		case <-c.eof:
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+	// This also ends a read that a surviving writer kept open.
+	for _, f := range w.streams {
+		f.Close()
 	}
 }
 
