@@ -4,91 +4,110 @@ package sandboxserver
 
 import (
 	"bytes"
-	"io"
+	"os"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // capture reads one output stream of the worker (fd 1 or 2, shared with
 // every process the code starts) and keeps a bounded view of it per block:
 // the first half of the budget and the last half, with a count of the bytes
-// dropped between them. A block's output ends at its marker, which the
-// worker writes to the stream after the block; so output that a child
-// process wrote before the block ended is never lost to the next block.
+// dropped between them.
+//
+// A block's output is what reached the pipe before the worker reported the
+// block's end: the worker flushes its streams before it sends done, and a
+// write to a pipe has landed when it returns, so output that a child
+// process wrote before the block ended is in the pipe by then. At done the
+// server drains the pipe and takes the view; whatever comes later belongs
+// to the next block. Every read, the reading goroutine's and drain's,
+// happens under mu, so none can be taken out of order.
 type capture struct {
 	mu      sync.Mutex
+	f       *os.File
+	fd      int // f's descriptor, read only under mu while !closed
+	closed  bool
 	limit   int64
 	head    []byte
 	tail    []byte // ring buffer once full
 	tailPos int
 	dropped int64
-	marker  []byte
-	found   chan struct{} // closed when marker is seen
-	pending []byte        // bytes that might start a marker
+	buf     []byte
 	eof     chan struct{}
 }
 
-func newCapture(r io.Reader, limit int64) *capture {
-	c := &capture{limit: limit, eof: make(chan struct{})}
-	go c.read(r)
+func newCapture(f *os.File, limit int64) *capture {
+	c := &capture{f: f, fd: -1, limit: limit, buf: make([]byte, 64<<10), eof: make(chan struct{})}
+	rc, err := f.SyscallConn()
+	if err == nil {
+		_ = rc.Control(func(fd uintptr) { c.fd = int(fd) })
+	}
+	go c.read(rc, err)
 	return c
 }
 
-// expect arms the capture for a block ending at marker, with a byte budget.
-func (c *capture) expect(marker string, limit int64) <-chan struct{} {
+// setLimit sets the byte budget of the current block's view.
+func (c *capture) setLimit(limit int64) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.marker = []byte(marker)
 	c.limit = limit
-	c.found = make(chan struct{})
-	return c.found
+	c.mu.Unlock()
 }
 
-func (c *capture) read(r io.Reader) {
+func (c *capture) read(rc interface {
+	Read(func(fd uintptr) bool) error
+}, err error) {
 	defer close(c.eof)
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			c.feed(buf[:n])
-		}
-		if err != nil {
+	if err != nil || c.fd < 0 {
+		return
+	}
+	done := false
+	for !done && err == nil {
+		// The callback reads until the pipe is empty; the runtime poller
+		// then waits, without mu, until there is more.
+		err = rc.Read(func(uintptr) bool {
 			c.mu.Lock()
-			c.append(c.pending)
-			c.pending = nil
-			c.mu.Unlock()
-			return
-		}
+			defer c.mu.Unlock()
+			done = c.readLocked()
+			return done
+		})
 	}
 }
 
-func (c *capture) feed(chunk []byte) {
+// readLocked reads what the pipe holds now and reports whether the stream
+// ended. Callers hold mu.
+func (c *capture) readLocked() (ended bool) {
+	if c.closed {
+		return true
+	}
+	for {
+		n, err := unix.Read(c.fd, c.buf)
+		if n > 0 {
+			c.append(c.buf[:n])
+			continue
+		}
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		return true // end of stream, or an error that ends it
+	}
+}
+
+// drain takes into the current view whatever the pipe holds now.
+func (c *capture) drain() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	data := chunk
-	if len(c.pending) > 0 {
-		data = append(c.pending, chunk...)
-		c.pending = nil
-	}
-	for len(c.marker) > 0 {
-		i := bytes.Index(data, c.marker)
-		if i < 0 {
-			break
-		}
-		c.append(data[:i])
-		data = data[i+len(c.marker):]
-		c.marker = nil
-		close(c.found)
-	}
-	if m := len(c.marker); m > 0 {
-		// Hold back a possible marker prefix until the next chunk.
-		keep := min(m-1, len(data))
-		for keep > 0 && !bytes.HasPrefix(c.marker, data[len(data)-keep:]) {
-			keep--
-		}
-		c.pending = append([]byte(nil), data[len(data)-keep:]...)
-		data = data[:len(data)-keep]
-	}
-	c.append(data)
+	c.readLocked()
+}
+
+// close stops reading and closes the pipe.
+func (c *capture) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.f.Close()
 }
 
 // append adds to the current block's view. Callers hold mu.

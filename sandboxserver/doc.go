@@ -20,9 +20,10 @@
 //
 // The worker's fd 1 and fd 2 are pipes the server reads, so output that
 // child processes write to the real descriptors is captured too. The runner
-// writes a random marker to both after each block, and the server cuts each
-// stream there. Each stream keeps at most 4 MiB per block, its first and
-// last halves, and counts what it dropped.
+// flushes both before it reports a block's end, and the server then drains
+// them: what they held is the block's, and later output the next block's.
+// Each stream keeps at most 4 MiB per block, its first and last halves, and
+// counts what it dropped.
 //
 // Blocks, their ends and tool calls travel over a pair of pipes of their
 // own (fd 3 and fd 4 of the worker), never over the output streams. Tool

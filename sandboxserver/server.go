@@ -17,7 +17,6 @@ import (
 const (
 	defaultGrace  = 5 * time.Second
 	resignalEvery = 100 * time.Millisecond
-	markerWait    = 2 * time.Second
 	maxPending    = 4096
 )
 
@@ -44,8 +43,6 @@ type server struct {
 type block struct {
 	id       string
 	limit    int64
-	outSeen  <-chan struct{}
-	errSeen  <-chan struct{}
 	grace    time.Duration
 	timeout  time.Duration
 	timer    *time.Timer // timeout, then grace
@@ -181,14 +178,12 @@ func (s *server) fail(format string, args ...any) error {
 	return errors.New("sandboxserver: " + msg)
 }
 
-// workerRun is the run frame as the runner reads it: the transport's run
-// frame plus the output marker.
+// workerRun is the run frame as the runner reads it.
 type workerRun struct {
 	Kind      string `json:"kind"`
 	ID        string `json:"id"`
 	Code      string `json:"code"`
 	TimeoutMS int64  `json:"timeout_ms,omitempty"`
-	Marker    string `json:"marker"`
 }
 
 func (s *server) startBlock(f *transport.RunFrame) error {
@@ -201,14 +196,13 @@ func (s *server) startBlock(f *transport.RunFrame) error {
 	if b.grace <= 0 {
 		b.grace = defaultGrace
 	}
-	marker := newMarker()
-	b.outSeen = s.w.stdout.expect(marker, limit)
-	b.errSeen = s.w.stderr.expect(marker, limit)
+	s.w.stdout.setLimit(limit)
+	s.w.stderr.setLimit(limit)
 	if b.timeout > 0 {
 		b.timer = time.NewTimer(b.timeout)
 	}
 	s.cur = b
-	line, err := json.Marshal(workerRun{Kind: transport.KindRun, ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS, Marker: marker})
+	line, err := json.Marshal(workerRun{Kind: transport.KindRun, ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS})
 	if err != nil {
 		return err
 	}
@@ -398,14 +392,10 @@ func (s *server) finish(d *transport.DoneFrame) error {
 	s.mu.Lock()
 	s.stopping = false
 	s.mu.Unlock()
-	deadline := time.NewTimer(markerWait)
-	defer deadline.Stop()
-	for _, seen := range []<-chan struct{}{b.outSeen, b.errSeen} {
-		select {
-		case <-seen:
-		case <-deadline.C:
-		}
-	}
+	// The worker flushed its streams before it sent done: what they hold
+	// now is the block's.
+	s.w.stdout.drain()
+	s.w.stderr.drain()
 	stdout, outDropped := s.w.stdout.take()
 	stderr, errDropped := s.w.stderr.take()
 	if b.stopping {

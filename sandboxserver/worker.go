@@ -4,8 +4,6 @@ package sandboxserver
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,7 +84,6 @@ func (s *server) startWorker() (*worker, error) {
 	}
 	w.frames = make(chan workerFrame, 16)
 	w.quit = make(chan struct{})
-	w.streams = []*os.File{p.stdout, p.stderr}
 	w.stdout = newCapture(p.stdout, s.cfg.MaxOutputBytes)
 	w.stderr = newCapture(p.stderr, s.cfg.MaxOutputBytes)
 	w.ctl = transport.NewConn(p.ctl, p.in, multiCloser{p.ctl, p.in}, transport.MaxFrameSize)
@@ -325,21 +322,12 @@ func (s *server) killWorker(w *worker) {
 		case <-c.eof:
 		case <-time.After(500 * time.Millisecond):
 		}
-	}
-	// This also ends a read that a surviving writer kept open.
-	for _, f := range w.streams {
-		f.Close()
+		// This also ends a read that a surviving writer kept open.
+		c.close()
 	}
 }
 
 func (s *server) interruptWorker(w *worker) { s.procs.interrupt(w) }
-
-// newMarker returns a random end-of-block marker for the output streams.
-func newMarker() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "\x00codemode-end-" + hex.EncodeToString(b[:]) + "\x00"
-}
 
 // reaper collects every child that exits, including orphans that the
 // kernel hands to this process because it is a child subreaper.

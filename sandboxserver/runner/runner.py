@@ -451,11 +451,12 @@ def _background():
         for t in threading.enumerate():
             if t is not main and t.is_alive() and not t.daemon:
                 return True
-    if _thread._count() > 0:
-        tasks = os.listdir("/proc/self/task")
-    else:
-        tasks = (str(os.getpid()),)
-    for task in tasks:
+    if _main_has_children():
+        return True
+    if _thread._count() == 0:
+        return False
+    # Threads fork too: look at every task's children.
+    for task in os.listdir("/proc/self/task"):
         try:
             fd = os.open(f"/proc/self/task/{task}/children", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
@@ -467,6 +468,30 @@ def _background():
             pass
         finally:
             os.close(fd)
+    return False
+
+
+class _Kids:
+    """The main task's children file, kept open: a block's end then costs
+    one read instead of four system calls."""
+
+    pid = 0
+    fd = -1
+
+
+def _main_has_children():
+    for _ in range(2):
+        if _Kids.fd < 0:
+            try:
+                _Kids.fd = os.open(f"/proc/self/task/{_Kids.pid}/children", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return False
+        try:
+            # Reading from offset 0 lists the children afresh. Code may have
+            # closed or replaced the descriptor: then open it again.
+            return bool(os.pread(_Kids.fd, 16, 0).strip())
+        except OSError:
+            _Kids.fd = -1
     return False
 
 
@@ -526,6 +551,7 @@ def main():
     if workdir:
         os.chdir(workdir)
     sys.modules["codemode_runtime"] = _runtime_module()
+    _Kids.pid = os.getpid()
     user = type(sys)("__main__")
     user.__dict__.update({"__builtins__": builtins, "__spec__": None, "__loader__": None, "__package__": None})
     sys.modules["__main__"] = user
@@ -544,18 +570,13 @@ def main():
         _install_handlers()
         exit_code = _run_block(frame, ns, out, err)
         sys.stdout, sys.stderr = out, err
-        marker = frame.get("marker", "")
-        # The marker tells the server where this block's output ends. It
-        # goes through the stream's own buffer, so one write carries both.
-        for stream, fd in ((out, 1), (err, 2)):
+        # Everything written before done is the block's: the server drains
+        # the streams when done arrives.
+        for stream in (out, err):
             try:
-                stream.write(marker)
                 stream.flush()
             except Exception:
-                try:
-                    os.write(fd, marker.encode("ascii"))
-                except OSError:
-                    pass
+                pass
         _chan.send_line(
             '{"kind":"done","id":%s,"exit_code":%d,"background":%s}'
             % (_dumps(str(frame.get("id", ""))), exit_code, "true" if _background() else "false")

@@ -35,6 +35,7 @@ func Run(t *testing.T, newBackend NewBackend, opts Options) {
 		{"Environment", testEnvironment},
 		{"StateAcrossBlocks", testStateAcrossBlocks},
 		{"OutputCapture", testOutputCapture},
+		{"OutputBelongsToItsBlock", testOutputBelongsToItsBlock},
 		{"ExitCodes", testExitCodes},
 		{"EnvAllowlist", testEnvAllowlist},
 		{"ToolCall", testToolCall},
@@ -169,6 +170,46 @@ print("ünïcødé ✓")
 	r = run(t, s, "pass")
 	if r.Stdout != "" || r.Stderr != "" {
 		t.Errorf("a silent block got stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+}
+
+// testOutputBelongsToItsBlock: what any process wrote before a block ended
+// is that block's, however much; what a background process writes later
+// goes to the next block.
+func testOutputBelongsToItsBlock(t *testing.T, nb NewBackend) {
+	s := open(t, nb, transport.SessionConfig{})
+	r := run(t, s, `
+import subprocess, sys
+# A child that writes more than a pipe holds, and ends with the block.
+subprocess.run([sys.executable, "-c", "import os; os.write(1, b'x' * 300000); os.write(2, b'y' * 300000)"])
+# One that writes after the block has ended.
+bg = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); print('late', flush=True)"])
+print("early")
+`)
+	wantOK(t, r)
+	if want := strings.Repeat("x", 300000) + "early\n"; r.Stdout != want {
+		t.Errorf("stdout has %d bytes (%d x), want %d: 300000 x then early", len(r.Stdout), strings.Count(r.Stdout, "x"), len(want))
+	}
+	if r.Stderr != strings.Repeat("y", 300000) {
+		t.Errorf("stderr has %d bytes, want the child's 300000", len(r.Stderr))
+	}
+	if !r.Background {
+		t.Error("Background is false while a process the block started still runs")
+	}
+	r = run(t, s, "bg.wait()")
+	if r.Stdout != "late\n" {
+		t.Errorf("the next block's stdout is %q, want the background process's late line", r.Stdout)
+	}
+	if r.Background {
+		t.Error("Background is true after the block's process ended")
+	}
+	r = run(t, s, "import threading\nev = threading.Event()\nth = threading.Thread(target=ev.wait)\nth.start()")
+	if !r.Background {
+		t.Error("Background is false while a thread the block started still runs")
+	}
+	r = run(t, s, "ev.set(); th.join()")
+	if r.Background {
+		t.Error("Background is true after the thread ended")
 	}
 }
 
