@@ -75,6 +75,9 @@ func Supervise(ctx context.Context, sock *os.File, cfg Config) error {
 
 	var mu sync.Mutex
 	live := map[int]*worker{}
+	// Workers are started on the calling goroutine: in a jail that is the
+	// init's locked main thread, whose dropped privileges (some of them
+	// per thread) the worker inherits.
 	spawn := func() error {
 		w, pipes, err := p.spawn()
 		if err != nil {

@@ -20,13 +20,15 @@ var inProcessStages = map[string]func(argv []string) int{
 	sandboxserver.SupervisorStage: sandboxserver.RunSupervisor,
 }
 
-// serverTasks is how many of the jail's tasks are kept for the sandbox
-// server's threads: the Python worker's RLIMIT_NPROC is the jail's
+// serverTasks is how many of the jail's tasks are kept for the
+// supervisor's threads: the Python worker's RLIMIT_NPROC is the jail's
 // Processes less this.
 const serverTasks = 16
 
-// Backend opens sessions that each run a sandbox server and its Python
-// worker in a fresh jail. It is the default backend of codemode on Linux.
+// Backend opens sessions whose Python worker runs in a fresh jail, under a
+// supervisor that is the jail's init; the session itself runs in the
+// host's process and talks to the worker directly. It is the default
+// backend of codemode on Linux.
 // The zero value uses the defaults of [Config].
 type Backend struct {
 	// Config sets the jail's limits and interpreter. Its Files are merged
@@ -62,7 +64,7 @@ func (s *Session) Enforced() Enforcement { return s.cmd.Enforced() }
 // Usage reports the limits the session's code ran into, once it is closed.
 func (s *Session) Usage() Usage { return s.cmd.Usage() }
 
-// Open starts a jail running the sandbox server and waits until its Python
+// Open starts a jail running the supervisor and waits until its Python
 // worker is ready.
 func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (transport.Session, error) {
 	cfg := b.Config

@@ -153,7 +153,7 @@ func runInit() int {
 // fd 3, 4, ..., set the payload's environment and run. The stage is pid 1
 // from then on and must reap its own children. RLIMIT_AS is not applied
 // here: a Go runtime reserves far more address space than it uses, so the
-// stage applies the limit to the processes it starts (the sandbox server
+// stage applies the limit to the processes it starts (the supervisor
 // does so for its Python worker). It reports ran=false for an unknown
 // stage.
 func runInProcess(c *initConfig, enf *Enforcement, report func(statusMsg)) (code int, ran bool) {
