@@ -28,7 +28,7 @@ build:
 
 ## bench: the sandbox and catalog benchmarks (see docs/benchmarks.md)
 bench:
-	$(GO) test -run '^$$' -bench 'SessionColdStart' -benchtime 60x ./transport/jail
+	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 60x ./transport/jail
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./transport/jail
 	$(GO) test -run '^$$' -bench 'StartPython$$|BarePython' -benchtime 30x ./transport/jail
 	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./sandboxserver/
@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderStubs$$' -fuzztime $(FUZZTIME) ./render
 	$(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	$(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./plugin/codemode
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSupMsg$$' -fuzztime $(FUZZTIME) ./sandboxserver
 
 ## golden: rewrite golden files after an intended change (review the diff!)
 golden:
