@@ -218,6 +218,10 @@ func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
 			}
 			done = d
 		case <-c.readerEnd:
+			// Frames read before the end still count.
+			if len(c.replies) > 0 {
+				continue
+			}
 			return nil, &ConnectionError{Stage: Unknown, Err: c.endErr()}
 		case <-ctxDone:
 			ctxDone = nil
@@ -233,14 +237,18 @@ func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
 	var out *OutputFrame
 	select {
 	case f := <-c.replies:
-		o, ok := f.(*OutputFrame)
-		if !ok || o.ID != id {
-			c.Close()
-			return nil, &ConnectionError{Stage: Ran, Err: fmt.Errorf("%w: expected output for block %s, got %s", ErrProtocol, id, f.Kind())}
-		}
-		out = o
+		out, _ = f.(*OutputFrame)
 	case <-c.readerEnd:
-		return nil, &ConnectionError{Stage: Ran, Err: c.endErr()}
+		select { // frames read before the end still count
+		case f := <-c.replies:
+			out, _ = f.(*OutputFrame)
+		default:
+			return nil, &ConnectionError{Stage: Ran, Err: c.endErr()}
+		}
+	}
+	if out == nil || out.ID != id {
+		c.Close()
+		return nil, &ConnectionError{Stage: Ran, Err: fmt.Errorf("%w: expected output for block %s", ErrProtocol, id)}
 	}
 	return &Result{
 		ExitCode:      done.ExitCode,
