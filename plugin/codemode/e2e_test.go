@@ -1,13 +1,16 @@
 package codemode
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/transport"
 	"github.com/google/go-cmp/cmp"
 
 	"google.golang.org/adk/agent"
@@ -427,5 +430,102 @@ func TestCodeTooLong(t *testing.T) {
 	want := map[string]any{"stdout": "", "stderr": "Code exceeds maximum allowed length (1,234 > 10 chars).", "output_files": []string{}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
+	}
+}
+
+// recordingBackend remembers the sessions it opened, in order, and which
+// of them ran code.
+type recordingBackend struct {
+	transport.Backend
+	mu       sync.Mutex
+	sessions []*recordingSession
+}
+
+type recordingSession struct {
+	transport.Session
+	mu   sync.Mutex
+	code []string
+}
+
+func (s *recordingSession) Exec(ctx context.Context, b transport.Block) (*transport.Result, error) {
+	s.mu.Lock()
+	s.code = append(s.code, b.Code)
+	s.mu.Unlock()
+	return s.Session.Exec(ctx, b)
+}
+
+// ran reports whether the session ran a block containing substr.
+func (s *recordingSession) ran(substr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(s.code, func(c string) bool { return strings.Contains(c, substr) })
+}
+
+// Err passes the pool's liveness check through.
+func (s *recordingSession) Err() error {
+	if e, ok := s.Session.(interface{ Err() error }); ok {
+		return e.Err()
+	}
+	return nil
+}
+
+func (b *recordingBackend) Open(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {
+	s, err := b.Backend.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rs := &recordingSession{Session: s}
+	b.mu.Lock()
+	b.sessions = append(b.sessions, rs)
+	b.mu.Unlock()
+	return rs, nil
+}
+
+// TestPooledBackend runs turns in sandboxes that a transport.Pool started
+// ahead: each turn gets a fresh one with its own tool calls answered, and
+// nothing of the turn before.
+func TestPooledBackend(t *testing.T) {
+	rec := &recordingBackend{Backend: testBackend(t)}
+	pool := &transport.Pool{Backend: rec, Size: 1}
+	defer pool.Close()
+	m := newScript().
+		on("first", run(`from tools import get_weather
+x = get_weather(city="Paris")["temp_c"]
+print(x)`), say("ok")).
+		on("second", run(`from tools import get_weather
+print("x" in globals(), get_weather(city="Oslo")["city"])`), say("ok"))
+	f := newFixture(t, m, fixtureConfig{cfg: Config{Tools: weatherTools(t), Backend: pool}})
+	var got []any
+	for _, o := range outputs(f.turn(t.Context(), "s1", "first")) {
+		got = append(got, o["stdout"])
+	}
+	// The pool fills with this agent's tools package in the background.
+	for deadline := time.Now().Add(60 * time.Second); pool.Ready() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool did not fill")
+		}
+	}
+	rec.mu.Lock()
+	before := len(rec.sessions)
+	rec.mu.Unlock()
+	for _, o := range outputs(f.turn(t.Context(), "s1", "second")) {
+		got = append(got, o["stdout"])
+	}
+	if diff := cmp.Diff([]any{"18\n", "False Oslo\n"}, got); diff != "" {
+		t.Errorf("stdout of the blocks (-want +got):\n%s", diff)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	// The second turn ran in a sandbox that was started before it began,
+	// and not in the one its first turn used; no sandbox started since ran
+	// anything (those are refills).
+	second := slices.IndexFunc(rec.sessions, func(s *recordingSession) bool { return s.ran("Oslo") })
+	if second < 0 || second >= before || rec.sessions[second].ran("Paris") {
+		t.Errorf("the second turn ran in session %d of %d, opened before it: %d", second, len(rec.sessions), before)
+	}
+	for i, s := range rec.sessions[before:] {
+		if s.ran("") {
+			t.Errorf("session %d, opened after the second turn began, ran code", before+i)
+		}
 	}
 }
