@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -43,15 +42,15 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		return fail(err)
 	}
 	p := newRemoteProcs(c)
-	hostEnd, serverEnd := net.Pipe()
+	hostConn, serverConn := transport.NewConnPipe()
 	// Tool calls run right here, on the goroutine that read them from the
 	// worker, rather than cross the pipe to the client as frames.
 	callsCtx, cancelCalls := context.WithCancel(context.Background())
 	calls := transport.NewCalls(callsCtx, scfg)
 	served := make(chan error, 1)
 	go func() {
-		err := serve(context.Background(), transport.NewConn(serverEnd, serverEnd, serverEnd, 0), &cfg, p, calls)
-		serverEnd.Close()
+		err := serve(context.Background(), serverConn, &cfg, p, calls)
+		serverConn.Close()
 		p.close()
 		served <- err
 	}()
@@ -72,7 +71,7 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 	}
 	// Until the worker is ready, ctx bounds the wait for the supervisor too.
 	stop := context.AfterFunc(ctx, func() { p.c.c.Close() })
-	client, err := transport.NewClient(ctx, transport.NewConn(hostEnd, hostEnd, hostEnd, 0), scfg, opts)
+	client, err := transport.NewClient(ctx, hostConn, scfg, opts)
 	if !stop() && err == nil {
 		// ctx ended just as the worker became ready, and the supervisor
 		// is gone with it.

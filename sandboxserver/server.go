@@ -196,16 +196,23 @@ func (s *server) startBlock(f *transport.RunFrame) error {
 	if b.grace <= 0 {
 		b.grace = defaultGrace
 	}
+	line, err := json.Marshal(workerRun{Kind: transport.KindRun, ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS})
+	if err != nil {
+		return err
+	}
+	if len(line) >= transport.MaxFrameSize {
+		// The worker would not take it: the block fails without running.
+		return s.host.WriteBatch(
+			&transport.DoneFrame{ID: f.ID, ExitCode: 1},
+			&transport.OutputFrame{ID: f.ID, Stderr: fmt.Sprintf(
+				"codemode: the code is %d bytes, more than the %d a block may have; it did not run.\n", len(f.Code), transport.MaxFrameSize-1024)})
+	}
 	s.w.stdout.setLimit(limit)
 	s.w.stderr.setLimit(limit)
 	if b.timeout > 0 {
 		b.timer = time.NewTimer(b.timeout)
 	}
 	s.cur = b
-	line, err := json.Marshal(workerRun{Kind: transport.KindRun, ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS})
-	if err != nil {
-		return err
-	}
 	_ = s.w.ctl.WriteLine(append(line, '\n')) // a dead worker shows up as its exit
 	return nil
 }

@@ -28,6 +28,66 @@ type Conn struct {
 	wbuf    bytes.Buffer
 	closer  io.Closer
 	closeMu sync.Once
+
+	// A Conn from NewConnPipe passes frame values instead of bytes.
+	in, out *framePipe
+}
+
+// framePipe carries frames one way between two Conns in one process.
+type framePipe struct {
+	mu     sync.Mutex
+	more   *sync.Cond
+	q      []Frame
+	closed bool
+}
+
+func newFramePipe() *framePipe {
+	p := &framePipe{}
+	p.more = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *framePipe) put(fs ...Frame) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.q = append(p.q, fs...)
+	p.more.Signal()
+	return nil
+}
+
+func (p *framePipe) get() (Frame, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.q) == 0 {
+		if p.closed {
+			return nil, io.EOF
+		}
+		p.more.Wait()
+	}
+	f := p.q[0]
+	p.q[0] = nil
+	p.q = p.q[1:]
+	return f, nil
+}
+
+func (p *framePipe) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.more.Broadcast()
+	p.mu.Unlock()
+}
+
+// NewConnPipe returns two Conns connected in this process: a frame written
+// on one is read from the other as the same value, with no encoding. It
+// serves a client and a server that run in one process. Frames are not
+// copied: a writer must not change a frame after writing it. Size limits
+// do not apply.
+func NewConnPipe() (a, b *Conn) {
+	ab, ba := newFramePipe(), newFramePipe()
+	return &Conn{in: ba, out: ab}, &Conn{in: ab, out: ba}
 }
 
 // NewConn returns a Conn reading from r and writing to w. c, if not nil, is
@@ -42,6 +102,9 @@ func NewConn(r io.Reader, w io.Writer, c io.Closer, maxFrame int) *Conn {
 // Read returns the next frame. Decoding errors wrap [ErrProtocol]; an
 // over-long line returns [ErrFrameTooLarge] and breaks the connection.
 func (c *Conn) Read() (Frame, error) {
+	if c.in != nil {
+		return c.in.get()
+	}
 	line, err := c.ReadLine()
 	if err != nil {
 		return nil, err
@@ -79,6 +142,9 @@ func (c *Conn) ReadLine() ([]byte, error) {
 
 // Write sends one frame.
 func (c *Conn) Write(f Frame) error {
+	if c.out != nil {
+		return c.out.put(f)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.wbuf.Reset()
@@ -98,6 +164,9 @@ func (c *Conn) Write(f Frame) error {
 // WriteBatch sends several frames with one write, so that the peer is
 // woken once for all of them.
 func (c *Conn) WriteBatch(frames ...Frame) error {
+	if c.out != nil {
+		return c.out.put(frames...)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.wbuf.Reset()
@@ -121,6 +190,10 @@ func (c *Conn) WriteBatch(frames ...Frame) error {
 func (c *Conn) Close() error {
 	var err error
 	c.closeMu.Do(func() {
+		if c.out != nil {
+			c.out.close()
+			c.in.close()
+		}
 		if c.closer != nil {
 			err = c.closer.Close()
 		}

@@ -37,6 +37,7 @@ func Run(t *testing.T, newBackend NewBackend, opts Options) {
 		{"OutputCapture", testOutputCapture},
 		{"OutputBelongsToItsBlock", testOutputBelongsToItsBlock},
 		{"ExitCodes", testExitCodes},
+		{"CodeTooLarge", testCodeTooLarge},
 		{"EnvAllowlist", testEnvAllowlist},
 		{"ToolCall", testToolCall},
 		{"ConcurrentToolCalls", testConcurrentToolCalls},
@@ -210,6 +211,25 @@ print("early")
 	r = run(t, s, "ev.set(); th.join()")
 	if r.Background {
 		t.Error("Background is true after the thread ended")
+	}
+}
+
+// testCodeTooLarge: a block larger than a frame may be fails with a clear
+// message, without running and without breaking the session.
+func testCodeTooLarge(t *testing.T, nb NewBackend) {
+	s := open(t, nb, transport.SessionConfig{})
+	big := "x = 1\n# " + strings.Repeat("a", transport.MaxFrameSize)
+	r, err := s.Exec(context.Background(), transport.Block{Code: big})
+	switch {
+	case err != nil:
+		if !strings.Contains(err.Error(), "too large") {
+			t.Errorf("err = %v, want one that says the code is too large", err)
+		}
+	case r.ExitCode == 0 || !strings.Contains(r.Stderr, "did not run"):
+		t.Errorf("a block over the frame limit: %+v, want a failure that says it did not run", r)
+	}
+	if r := run(t, s, "print('x' in globals())"); r.Stdout != "False\n" {
+		t.Errorf("after the large block: stdout %q, want False (it must not have run)", r.Stdout)
 	}
 }
 
