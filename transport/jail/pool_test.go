@@ -2,7 +2,6 @@ package jail_test
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -60,10 +59,6 @@ func TestPool(t *testing.T) {
 // refill after each Open is waited for outside the timed part.
 func BenchmarkSessionStartPooled(b *testing.B) {
 	be := &jail.Backend{}
-	py, err := be.Config.Interpreter()
-	if err != nil {
-		b.Skip(err)
-	}
 	p := &transport.Pool{Backend: be, Size: 1}
 	defer p.Close()
 	s, err := p.Open(context.Background(), transport.SessionConfig{})
@@ -71,28 +66,5 @@ func BenchmarkSessionStartPooled(b *testing.B) {
 		b.Skip(err)
 	}
 	s.Close()
-	var bare, sess []time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		waitPool(b, p)
-		b.StartTimer()
-		t0 := time.Now()
-		if err := exec.Command(py, "-c", "pass").Run(); err != nil {
-			b.Fatal(err)
-		}
-		bare = append(bare, time.Since(t0))
-		t0 = time.Now()
-		s, err := p.Open(context.Background(), transport.SessionConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		sess = append(sess, time.Since(t0))
-		b.StopTimer()
-		s.Close()
-		b.StartTimer()
-	}
-	mb, ms := median(bare), median(sess)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "bare-ms")
-	b.ReportMetric(float64(ms.Microseconds())/1000, "session-ms")
-	b.ReportMetric(float64(ms)/float64(mb), "ratio")
+	benchOpenVsBare(b, be, p, func() { waitPool(b, p) })
 }

@@ -26,12 +26,24 @@ func median(ds []time.Duration) time.Duration {
 // on whatever the machine is doing.
 func BenchmarkSessionColdStart(b *testing.B) {
 	be := &jail.Backend{}
+	benchOpenVsBare(b, be, be, nil)
+}
+
+// benchOpenVsBare times opening a session of open against a bare spawn of
+// be's interpreter in the same loop, and reports both medians and their
+// ratio. between, if set, runs before each round, untimed.
+func benchOpenVsBare(b *testing.B, be *jail.Backend, open transport.Backend, between func()) {
 	py, err := be.Config.Interpreter()
 	if err != nil {
 		b.Skip(err)
 	}
 	var bare, sess []time.Duration
 	for b.Loop() {
+		if between != nil {
+			b.StopTimer()
+			between()
+			b.StartTimer()
+		}
 		t0 := time.Now()
 		if err := exec.Command(py, "-c", "pass").Run(); err != nil {
 			b.Fatal(err)
@@ -39,7 +51,7 @@ func BenchmarkSessionColdStart(b *testing.B) {
 		bare = append(bare, time.Since(t0))
 
 		t0 = time.Now()
-		s, err := be.Open(context.Background(), transport.SessionConfig{})
+		s, err := open.Open(context.Background(), transport.SessionConfig{})
 		if err != nil {
 			b.Fatal(err)
 		}
