@@ -6,12 +6,6 @@ import (
 	"time"
 )
 
-// Stage is the argv[0] under which a program that imports this package runs
-// the sandbox server instead of its own main. Backends start the server by
-// re-executing their own binary under this name, with the JSON encoding of
-// a [Config] as argv[1] and the host connection (a socket) as fd 3.
-const Stage = "codemode-sandboxserver"
-
 // SupervisorStage is the argv[0] under which a program that imports this
 // package runs the supervisor ([Supervise]) instead of its own main: argv[1]
 // is the JSON encoding of a [Config] and fd 3 the host's socket.
@@ -87,16 +81,6 @@ func (c *Config) setDefaults() error {
 // output stream per block: even escaped as JSON, the output of both streams
 // then fits in one frame.
 const maxOutputBytes = 4 << 20
-
-// StageArgs returns the argv that starts the server with cfg in a
-// re-executed binary: argv[0] is [Stage].
-func StageArgs(cfg Config) ([]string, error) {
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return []string{Stage, string(b)}, nil
-}
 
 // SupervisorArgs returns the argv that starts the supervisor with cfg in a
 // re-executed binary: argv[0] is [SupervisorStage].

@@ -54,14 +54,13 @@
 // # Where it runs
 //
 // A sandbox on another machine runs [Serve]: cmd/codemode-sandbox serves
-// it on standard input and output for containers, and a backend may start
-// it by re-executing its own binary under the argv[0] [Stage] (see
-// [StageArgs]; this package's init function takes over in that process).
+// it on standard input and output for containers.
 //
-// A sandbox on the same machine runs [Supervise] instead (argv[0]
-// [SupervisorStage], see [SupervisorArgs]; the jail runs it in its init
-// process with [RunSupervisor]), and the host runs the server with
-// [Attach]. The supervisor starts, signals and kills the worker, reaps
+// A sandbox on the same machine runs [Supervise] instead, and the host runs
+// the server with [Attach]. Backends start the supervisor by re-executing
+// their own binary under the argv[0] [SupervisorStage] (see
+// [SupervisorArgs]; this package's init function takes over in that
+// process); the jail runs it in its init process with [RunSupervisor]. The supervisor starts, signals and kills the worker, reaps
 // and tracks what runs in the sandbox, and passes the worker's pipes to
 // the host over a Unix socket, so that blocks and tool calls travel
 // between the host and the worker with no process in between; tool calls

@@ -17,12 +17,6 @@ var errNotLinux = errors.New("sandboxserver: the sandbox server runs on Linux on
 // Serve fails: the sandbox server needs Linux.
 func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error { return errNotLinux }
 
-// RunStage fails: the sandbox server needs Linux.
-func RunStage(argv []string) int {
-	fmt.Fprintln(os.Stderr, errNotLinux)
-	return 1
-}
-
 // Supervise fails: the supervisor needs Linux.
 func Supervise(ctx context.Context, sock *os.File, cfg Config) error { return errNotLinux }
 

@@ -316,7 +316,7 @@ func sandboxProcesses() []string {
 		if pid == self {
 			continue
 		}
-		if a := argv0[pid]; a != "codemode-jail-init" && a != "codemode-sandboxserver" {
+		if a := argv0[pid]; a != "codemode-jail-init" && a != "codemode-supervisor" {
 			continue
 		}
 		for p, n := parent[pid], 0; p > 1 && n < 64; p, n = parent[p], n+1 {

@@ -16,7 +16,6 @@ import (
 // inProcessStages are the stages a jail's init can run in its own process
 // (see Spec.inProcess).
 var inProcessStages = map[string]func(argv []string) int{
-	sandboxserver.Stage:           sandboxserver.RunStage,
 	sandboxserver.SupervisorStage: sandboxserver.RunSupervisor,
 }
 
