@@ -50,8 +50,8 @@ func RunSupervisor(argv []string) int {
 // passes the host the worker's pipes, signals it, kills it with everything
 // it started, and finds and reads the workspace files a block changed. It
 // reports each worker's exit. The first worker starts without being asked.
-// It returns when the host closes sock or ctx
-// ends, after killing every process it started.
+// It returns when the host closes sock or ctx ends, after killing every
+// process it started.
 //
 // Like [Serve], it assumes that it owns every child of its process.
 func Supervise(ctx context.Context, sock *os.File, cfg Config) error {
