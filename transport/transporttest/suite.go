@@ -183,8 +183,9 @@ func testOutputBelongsToItsBlock(t *testing.T, nb NewBackend) {
 import subprocess, sys
 # A child that writes more than a pipe holds, and ends with the block.
 subprocess.run([sys.executable, "-c", "import os; os.write(1, b'x' * 300000); os.write(2, b'y' * 300000)"])
-# One that writes after the block has ended.
-bg = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); print('late', flush=True)"])
+# One that writes after the block has ended: it waits for a file that the
+# next block creates.
+bg = subprocess.Popen([sys.executable, "-c", "import os, time\nwhile not os.path.exists('go-on'): time.sleep(0.01)\nprint('late', flush=True)"])
 print("early")
 `)
 	wantOK(t, r)
@@ -197,7 +198,7 @@ print("early")
 	if !r.Background {
 		t.Error("Background is false while a process the block started still runs")
 	}
-	r = run(t, s, "bg.wait()")
+	r = run(t, s, "open('go-on', 'w').close(); bg.wait()")
 	if r.Stdout != "late\n" {
 		t.Errorf("the next block's stdout is %q, want the background process's late line", r.Stdout)
 	}
