@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/adk-codemode/codemode/transport/jail/internal/floor"
 )
 
 // testMark is put into the environment of every payload this test binary
@@ -33,6 +35,8 @@ func TestMain(m *testing.M) {
 		return
 	case helperHost:
 		os.Exit(hostHelper(os.Args[1:]))
+	case helperFloor:
+		floor.Init(os.Args[1:])
 	}
 	code := m.Run()
 	if code == 0 {
