@@ -29,6 +29,8 @@ build:
 ## bench: the sandbox and catalog benchmarks (see docs/benchmarks.md)
 bench:
 	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 60x ./transport/jail
+	$(GO) test -run '^$$' -bench 'JailFloor' -benchtime 60x ./transport/jail
+	$(GO) test -run '^$$' -bench 'JailColdStartInADKProgram' -benchtime 60x ./plugin/codemode
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./transport/jail
 	$(GO) test -run '^$$' -bench 'StartPython$$|BarePython' -benchtime 30x ./transport/jail
 	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./sandboxserver/
