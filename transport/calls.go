@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,30 @@ type Calls struct {
 
 	mu    sync.Mutex
 	calls map[string]context.CancelFunc
+
+	// Refusals wait in refusals for the one goroutine that sends them,
+	// which runs while there are any (see refuse).
+	refuseMu      sync.Mutex
+	refusals      []refusal
+	refusalBytes  int
+	refusing      bool  // the sending goroutine runs
+	refusalsError error // set when the queue overflowed; see Err
 }
+
+// refusal is a refused call's answer, waiting to be sent.
+type refusal struct {
+	reply func(*ToolResultFrame) error
+	f     *ToolResultFrame
+	size  int
+}
+
+// Bounds on the refusals waiting to be sent. A sandbox that reads has at
+// most one waiting per Python thread that calls tools; one that lets more
+// pile up does not read what the host sends.
+const (
+	maxQueuedRefusals     = 1024
+	maxQueuedRefusalBytes = MaxFrameSize // bad ids are echoed, and may be long
+)
 
 // NewCalls returns the call runner of a session whose calls end with ctx.
 func NewCalls(ctx context.Context, cfg SessionConfig) *Calls {
@@ -35,13 +59,21 @@ func NewCalls(ctx context.Context, cfg SessionConfig) *Calls {
 
 // Start admits the call f and returns the function that runs it and passes
 // the result to reply. It returns nil if the call was refused; the refusal
-// then goes to reply on another goroutine, so that the caller (the reader
-// of the sandbox's frames) never blocks on writing. If reply fails for a
-// reason other than [ErrClosed] (a value that cannot be encoded, or is too
-// large), a ToolError saying so is sent in its place.
+// is then sent to reply by the one goroutine that sends this session's
+// refusals, so that the caller (the reader of the sandbox's frames) never
+// blocks on writing and a sandbox that does not read costs no more than a
+// bounded queue: past the queue's limit, refusals are dropped and [Calls.Err]
+// says why, and the session should end. If reply fails for a reason other
+// than [ErrClosed] (a value that cannot be encoded, or is too large), a
+// ToolError saying so is sent in its place.
+//
+// The result of an admitted call goes to reply on the goroutine that runs
+// it, which holds one of the [SessionConfig.MaxConcurrentCalls] places
+// until reply returns: results that wait for a slow reader are bounded by
+// that, and hold new calls back.
 func (c *Calls) Start(f *ToolCallFrame, reply func(*ToolResultFrame) error) (run func()) {
 	fail := func(typ, msg string) {
-		go func() { _ = reply(&ToolResultFrame{ID: f.ID, Error: &ErrorInfo{Type: typ, Message: msg}}) }()
+		c.refuse(reply, &ToolResultFrame{ID: f.ID, Error: &ErrorInfo{Type: typ, Message: msg}})
 	}
 	if f.ID == "" || len(f.ID) > maxCallID {
 		fail("ProtocolError", "tool call id must be 1 to 128 characters")
@@ -53,9 +85,18 @@ func (c *Calls) Start(f *ToolCallFrame, reply func(*ToolResultFrame) error) (run
 		fail("ToolError", fmt.Sprintf("too many tool calls in flight (limit %d); wait for some to finish", cap(c.sem)))
 		return nil
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	if f.TimeoutMS > 0 {
-		ctx, cancel = context.WithTimeout(c.ctx, time.Duration(f.TimeoutMS)*time.Millisecond)
+	// One context per call, released when the call ends: a context that
+	// is not cancelled stays registered with the session's until that ends.
+	var timeout time.Duration
+	if f.TimeoutMS > 0 && f.TimeoutMS <= math.MaxInt64/int64(time.Millisecond) {
+		timeout = time.Duration(f.TimeoutMS) * time.Millisecond
+	}
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(c.ctx, timeout)
+	} else {
+		ctx, cancel = context.WithCancel(c.ctx)
 	}
 	c.mu.Lock()
 	if _, dup := c.calls[f.ID]; dup {
@@ -76,7 +117,7 @@ func (c *Calls) Start(f *ToolCallFrame, reply func(*ToolResultFrame) error) (run
 			cancel()
 			<-c.sem
 		}()
-		call := ToolCall{ID: f.ID, Name: f.Name, Args: f.Args, Timeout: time.Duration(f.TimeoutMS) * time.Millisecond}
+		call := ToolCall{ID: f.ID, Name: f.Name, Args: f.Args, Timeout: timeout}
 		res := c.run(ctx, call)
 		out := &ToolResultFrame{ID: f.ID, OK: res.Err == nil, Value: res.Value, Error: res.Err}
 		if res.Err != nil {
@@ -88,6 +129,60 @@ func (c *Calls) Start(f *ToolCallFrame, reply func(*ToolResultFrame) error) (run
 			}})
 		}
 	}
+}
+
+// refuse queues a refusal for the sending goroutine, starting it if it
+// does not run. It never blocks.
+func (c *Calls) refuse(reply func(*ToolResultFrame) error, f *ToolResultFrame) {
+	r := refusal{reply: reply, f: f, size: len(f.ID) + len(f.Error.Message) + 64}
+	c.refuseMu.Lock()
+	defer c.refuseMu.Unlock()
+	if c.refusalsError != nil {
+		return
+	}
+	if n := len(c.refusals); n > 0 && (n >= maxQueuedRefusals || c.refusalBytes+r.size > maxQueuedRefusalBytes) {
+		c.refusalsError = fmt.Errorf("transport: the sandbox does not read what the host sends: %d refusals of its tool calls were waiting to be sent (limit %d)", n, maxQueuedRefusals)
+		clear(c.refusals)
+		c.refusals, c.refusalBytes = nil, 0
+		return
+	}
+	c.refusals = append(c.refusals, r)
+	c.refusalBytes += r.size
+	if !c.refusing {
+		c.refusing = true
+		go c.sendRefusals()
+	}
+}
+
+// sendRefusals sends the queued refusals, and returns once there are none
+// or the session has ended.
+func (c *Calls) sendRefusals() {
+	for {
+		c.refuseMu.Lock()
+		if len(c.refusals) == 0 || c.ctx.Err() != nil {
+			clear(c.refusals)
+			c.refusals, c.refusalBytes = nil, 0
+			c.refusing = false
+			c.refuseMu.Unlock()
+			return
+		}
+		r := c.refusals[0]
+		c.refusals[0] = refusal{}
+		c.refusals = c.refusals[1:]
+		c.refusalBytes -= r.size
+		c.refuseMu.Unlock()
+		_ = r.reply(r.f)
+	}
+}
+
+// Err returns nil until the refusals waiting to be sent overflowed their
+// queue, which means that the sandbox does not read what the host sends;
+// then it returns an error saying so, and later refusals are dropped. The
+// session should then end with that error.
+func (c *Calls) Err() error {
+	c.refuseMu.Lock()
+	defer c.refuseMu.Unlock()
+	return c.refusalsError
 }
 
 // Cancel cancels the context of the call id, if it still runs.

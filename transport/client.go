@@ -82,7 +82,7 @@ func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOp
 			case *ReadyFrame:
 				c.env = Environment{PythonVersion: f.PythonVersion, Packages: f.Packages}
 			case *ErrorFrame:
-				err = fmt.Errorf("transport: the sandbox failed to start: %s", f.Message)
+				err = fmt.Errorf("transport: the sandbox failed to start: %s", truncate(f.Message, 4096))
 			default:
 				err = fmt.Errorf("%w: expected a ready frame first, got %s", ErrProtocol, f.Kind())
 			}
@@ -132,6 +132,13 @@ func (c *Client) readLoop() {
 				if !RunInline(run, c.readLoop) {
 					return
 				}
+			} else if err := c.calls.Err(); err != nil {
+				// The sandbox does not read: end the session, and the
+				// writes waiting for it with the stream.
+				c.readerErr = err
+				close(c.readerEnd)
+				_ = c.conn.Close()
+				return
 			}
 		case *CancelFrame:
 			c.calls.Cancel(f.ID)

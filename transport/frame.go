@@ -521,7 +521,7 @@ func fillFields(what string, raw map[string]json.RawMessage, fields []field) err
 			}
 			err = json.Unmarshal(v, dst)
 			if err != nil {
-				err = protocolErrorf("%s: key %q: %v", what, fd.key, err)
+				err = protocolErrorf("%s: key %q: %s", what, fd.key, truncate(err.Error(), 256)) // may quote the value
 			}
 		}
 		if err != nil {
