@@ -32,8 +32,9 @@ type server struct {
 	// mu guards the relay state, which the frame readers use directly so
 	// that a tool call and its result never wait for the main loop.
 	mu sync.Mutex
-	// pending tool calls relayed to the host and not yet answered
-	pending map[string]bool
+	// pending tool calls relayed to the host and not yet answered, with
+	// the worker that made each
+	pending map[string]*worker
 	// stopping: the running block is being interrupted; no new calls
 	stopping bool
 	cur      *block
@@ -70,7 +71,7 @@ func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error {
 // serve runs a session with the worker's processes in p. With calls, the
 // worker's tool calls run here instead of going to the host as frames.
 func serve(ctx context.Context, conn *transport.Conn, cfg *Config, p procs, calls *transport.Calls) error {
-	s := &server{cfg: *cfg, host: conn, procs: p, files: p.files(), calls: calls, pending: make(map[string]bool)}
+	s := &server{cfg: *cfg, host: conn, procs: p, files: p.files(), calls: calls, pending: make(map[string]*worker)}
 	w, err := s.startWorker()
 	if err != nil {
 		_ = conn.Write(&transport.ErrorFrame{Message: err.Error()})
@@ -134,6 +135,10 @@ func serve(ctx context.Context, conn *transport.Conn, cfg *Config, p procs, call
 			}
 		case <-s.w.exited:
 			if err := s.onWorkerExit(); err != nil {
+				return err
+			}
+		case <-s.w.broken:
+			if err := s.onWorkerBroken(s.w.brokeErr); err != nil {
 				return err
 			}
 		case <-timerC:
@@ -213,7 +218,10 @@ func (s *server) startBlock(f *transport.RunFrame) error {
 		b.timer = time.NewTimer(b.timeout)
 	}
 	s.cur = b
-	_ = s.w.ctl.WriteLine(append(line, '\n')) // a dead worker shows up as its exit
+	// The frame is queued, never written here: a worker that does not
+	// read it must not stop the loop that enforces the timeout. One that
+	// is gone shows up as its exit or a broken channel.
+	_ = s.w.send(append(line, '\n'))
 	return nil
 }
 
@@ -236,72 +244,108 @@ func (s *server) beginStop(message string) {
 	b.ticker = time.NewTicker(resignalEvery)
 }
 
-// relayCall passes a tool call from the worker to the host, or returns
-// the function that runs it here. It runs on the worker's frame reader.
+// relayCall passes a tool call from the worker w to the host, or returns
+// the function that runs it here. It runs on w's frame reader. The
+// result goes to w, whichever worker is current by then.
 func (s *server) relayCall(w *worker, f *transport.ToolCallFrame) (run func()) {
 	s.mu.Lock()
 	var refuse *transport.ErrorInfo
 	switch {
+	case w.discarded:
+		// The worker is being killed: nobody waits for an answer.
+		s.mu.Unlock()
+		return nil
+	case !w.readySeen.Load():
+		refuse = &transport.ErrorInfo{Type: "ProtocolError", Message: "a tool call before the worker's ready frame; it was not run"}
 	case len(s.pending) >= maxPending:
 		refuse = &transport.ErrorInfo{Type: "ToolError", Message: "too many tool calls in flight"}
 	case s.stopping:
 		refuse = &transport.ErrorInfo{Type: "TimeoutError", Message: "the code is being stopped; no new tool calls"}
-	case s.pending[f.ID]:
+	case s.pending[f.ID] != nil:
 		refuse = &transport.ErrorInfo{Type: "ProtocolError", Message: "duplicate tool call id"}
 	default:
-		s.pending[f.ID] = true
+		s.pending[f.ID] = w
+		if s.calls != nil {
+			// Admitted under mu, so that a reset that takes the pending
+			// calls finds this one running and can cancel it. Start
+			// neither blocks nor replies on this goroutine.
+			run = s.calls.Start(f, func(r *transport.ToolResultFrame) error { return s.deliver(w, r) })
+		}
 	}
 	s.mu.Unlock()
 	if refuse != nil {
-		_ = w.ctl.Write(&transport.ToolResultFrame{ID: f.ID, Error: refuse})
+		_ = w.write(&transport.ToolResultFrame{ID: f.ID, Error: refuse})
 		return nil
 	}
-	if s.calls != nil {
-		return s.calls.Start(f, s.deliver)
+	if s.calls == nil {
+		_ = s.host.Write(f)
 	}
-	_ = s.host.Write(f)
-	return nil
+	return run
 }
 
-// relayResult passes a tool result from the host to the worker, unless the
-// call was cancelled meanwhile. It runs on the host's frame reader.
-func (s *server) relayResult(f *transport.ToolResultFrame) { _ = s.deliver(f) }
-
-// deliver passes a tool result to the worker, unless the call was
-// cancelled meanwhile. The call stays pending if the result could not be
-// written, so that a result saying why can follow.
-func (s *server) deliver(f *transport.ToolResultFrame) error {
+// relayResult passes a tool result from the host to the worker that made
+// the call, unless the call was cancelled meanwhile. It runs on the host's
+// frame reader.
+func (s *server) relayResult(f *transport.ToolResultFrame) {
 	s.mu.Lock()
-	ok := s.pending[f.ID]
-	w := s.w
+	w := s.pending[f.ID]
+	s.mu.Unlock()
+	if w != nil {
+		_ = s.deliver(w, f)
+	}
+}
+
+// deliver passes a tool result to w, the worker that made the call, unless
+// the call was cancelled meanwhile. The call stays pending if the result
+// could not be queued, so that a result saying why can follow. It never
+// waits for the worker.
+func (s *server) deliver(w *worker, f *transport.ToolResultFrame) error {
+	s.mu.Lock()
+	ok := s.pending[f.ID] == w
 	s.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	if err := w.ctl.Write(f); err != nil {
+	if err := w.write(f); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	delete(s.pending, f.ID)
+	if s.pending[f.ID] == w {
+		delete(s.pending, f.ID)
+	}
 	s.mu.Unlock()
 	return nil
 }
 
-func (s *server) cancelPending() {
+// takePending removes and returns the pending calls.
+func (s *server) takePending() map[string]*worker {
 	s.mu.Lock()
-	ids := make([]string, 0, len(s.pending))
-	for id := range s.pending {
-		ids = append(ids, id)
-	}
-	s.pending = make(map[string]bool)
-	s.mu.Unlock()
-	for _, id := range ids {
+	defer s.mu.Unlock()
+	p := s.pending
+	s.pending = make(map[string]*worker)
+	return p
+}
+
+// cancelCalls cancels the tool calls in p on the host (here, or with a
+// cancel frame), since their worker no longer waits for them.
+func (s *server) cancelCalls(p map[string]*worker, reason string) {
+	for id := range p {
 		if s.calls != nil {
 			s.calls.Cancel(id)
 		} else {
-			_ = s.host.Write(&transport.CancelFrame{ID: id, Reason: "the code was stopped"})
+			_ = s.host.Write(&transport.CancelFrame{ID: id, Reason: reason})
 		}
-		_ = s.toWorker(&transport.ToolResultFrame{ID: id, Error: &transport.ErrorInfo{
+	}
+}
+
+// cancelPending cancels the calls in flight of a block being stopped, and
+// answers each with a TimeoutError.
+func (s *server) cancelPending() {
+	p := s.takePending()
+	s.cancelCalls(p, "the code was stopped")
+	for id, w := range p {
+		// Queued, never waited for; a broken worker shows up on its own.
+		_ = w.write(&transport.ToolResultFrame{ID: id, Error: &transport.ErrorInfo{
 			Type: "TimeoutError", Message: "the tool call was cancelled because the code was stopped",
 		}})
 	}
@@ -320,6 +364,12 @@ func (s *server) onTimer() error {
 func (s *server) reset(note string, exitCode int) error {
 	b := s.cur
 	old := s.w
+	// Nothing waits for the old worker's calls any more: cancel them, so
+	// that they neither run on nor hold the slots the next worker needs.
+	s.mu.Lock()
+	old.discarded = true
+	s.mu.Unlock()
+	s.cancelCalls(s.takePending(), "the Python process was restarted")
 	s.killWorker(old) // waits for the streams to end
 	stdout, outDropped := old.stdout.take()
 	stderr, errDropped := old.stderr.take()
@@ -329,7 +379,6 @@ func (s *server) reset(note string, exitCode int) error {
 		return err
 	}
 	s.mu.Lock()
-	s.pending = make(map[string]bool)
 	s.stopping = false
 	s.w = w
 	s.mu.Unlock()
@@ -364,6 +413,22 @@ func (s *server) onWorkerExit() error {
 		_ = s.host.Write(&transport.LogFrame{Level: "warning", Msg: note})
 	}
 	return s.reset(note, exitCodeOf(st))
+}
+
+// onWorkerBroken handles a worker whose control pipe to it broke, or that
+// left too much unread in it.
+func (s *server) onWorkerBroken(err error) error {
+	// A worker that exits closes the pipe first: report the exit.
+	select {
+	case <-s.w.exited:
+		return s.onWorkerExit()
+	case <-time.After(time.Second):
+	}
+	note := "codemode: the Python process was restarted because " + truncate(err.Error(), 200) + "; it and everything it started were killed, and variables from earlier blocks are gone."
+	if s.cur == nil {
+		_ = s.host.Write(&transport.LogFrame{Level: "warning", Msg: note})
+	}
+	return s.reset(note, 1)
 }
 
 func (s *server) onWorkerFrame(wf workerFrame) error {
@@ -412,15 +477,6 @@ func (s *server) finish(d *transport.DoneFrame) error {
 	files := s.files.changed()
 	done := &transport.DoneFrame{ID: b.id, ExitCode: d.ExitCode, Stopped: b.stopping, Background: d.Background}
 	return s.host.WriteBatch(done, &transport.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
-}
-
-func (s *server) toWorker(f transport.Frame) error {
-	if err := s.w.ctl.Write(f); err != nil {
-		// A broken worker shows up on its frame channel or exit; the host
-		// connection is fine.
-		return nil
-	}
-	return nil
 }
 
 func appendNote(s, note string) string {

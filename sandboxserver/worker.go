@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,7 +25,8 @@ import (
 // worker is one running Python process and its pipes.
 type worker struct {
 	pid      int
-	ctl      *transport.Conn // frames to and from the runner
+	ctl      *transport.Conn // frames from the runner; closing it closes both pipes
+	in       *os.File        // frames to the runner (its fd 3), written only by writeLoop
 	stdout   *capture
 	stderr   *capture
 	streams  []*os.File    // the read ends the captures read
@@ -35,6 +37,25 @@ type worker struct {
 	killOnce sync.Once
 	ready    *transport.ReadyFrame
 	readyErr error
+	// readySeen: the frame reader has read the ready frame. Tool calls
+	// before it are refused.
+	readySeen atomic.Bool
+	// discarded: the worker was killed or is being killed; its tool calls
+	// are dropped. Guarded by server.mu.
+	discarded bool
+
+	// Frames to the runner wait in a queue that writeLoop empties, so that
+	// a worker that stops reading its fd 3 blocks only that goroutine and
+	// never the server's main loop or a frame reader.
+	wmu      sync.Mutex
+	wcond    *sync.Cond
+	wq       [][]byte
+	wqBytes  int
+	wbusy    bool            // writeLoop is writing a line it took off wq
+	wstopped bool            // the writer is done: nothing more is queued
+	inRaw    syscall.RawConn // in, if it does not block: send writes to it directly while nothing waits
+	broken   chan struct{}   // closed when the writer failed or the queue overflowed
+	brokeErr error           // why; set before broken is closed
 }
 
 type workerFrame struct {
@@ -87,6 +108,13 @@ func (s *server) startWorker() (*worker, error) {
 	w.stdout = newCapture(p.stdout, s.cfg.MaxOutputBytes)
 	w.stderr = newCapture(p.stderr, s.cfg.MaxOutputBytes)
 	w.ctl = transport.NewConn(p.ctl, p.in, multiCloser{p.ctl, p.in}, transport.MaxFrameSize)
+	w.in = p.in
+	if fl, err := unix.FcntlInt(p.in.Fd(), unix.F_GETFL, 0); err == nil && fl&unix.O_NONBLOCK != 0 {
+		w.inRaw, _ = p.in.SyscallConn()
+	}
+	w.wcond = sync.NewCond(&w.wmu)
+	w.broken = make(chan struct{})
+	go w.writeLoop()
 	go w.readFrames(s.relayCall)
 
 	timer := time.NewTimer(s.cfg.StartTimeout)
@@ -282,12 +310,122 @@ func writeRunner(w *os.File, version string, code []byte) {
 	}
 }
 
+// maxQueued bounds the bytes queued for a worker that does not read them
+// as fast as they come. A worker past it is broken, and reset.
+var maxQueued = 4 * transport.MaxFrameSize // a variable for tests
+
+// errWorkerGone is what writing to a worker that was discarded, or whose
+// control pipe broke, returns.
+var errWorkerGone = fmt.Errorf("sandboxserver: the Python worker is gone: %w", transport.ErrClosed)
+
+// write queues the frame f for the runner. It fails at once if f cannot be
+// encoded or is too large, or if the worker is gone; it never waits for
+// the worker.
+func (w *worker) write(f transport.Frame) error {
+	line, err := transport.Encode(f)
+	if err != nil {
+		return err
+	}
+	if len(line) > transport.MaxFrameSize+1 {
+		return fmt.Errorf("%w: outgoing %s frame of %d bytes", transport.ErrFrameTooLarge, f.Kind(), len(line))
+	}
+	return w.send(line)
+}
+
+// send queues one encoded frame line, newline included, for the runner.
+func (w *worker) send(line []byte) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if w.wstopped {
+		return errWorkerGone
+	}
+	if len(w.wq) > 0 && w.wqBytes+len(line) > maxQueued {
+		w.stopWriterLocked(fmt.Errorf("it stopped reading its control channel (%d bytes waited for it)", w.wqBytes))
+		return errWorkerGone
+	}
+	if len(w.wq) == 0 && !w.wbusy && w.inRaw != nil {
+		// Nothing waits: write what the pipe takes now, on this
+		// goroutine (a wake-up of the writer costs as much as a tool
+		// call), and queue only the rest.
+		var n int
+		var werr error
+		if err := w.inRaw.Write(func(fd uintptr) bool {
+			n, werr = unix.Write(int(fd), line)
+			return true
+		}); err != nil {
+			werr = err
+		}
+		n = max(n, 0)
+		switch {
+		case werr == nil && n == len(line):
+			return nil
+		case werr != nil && werr != unix.EAGAIN && werr != unix.EINTR:
+			w.stopWriterLocked(fmt.Errorf("its control channel broke (%v)", werr))
+			return errWorkerGone
+		}
+		line = line[n:]
+	}
+	w.wq = append(w.wq, line)
+	w.wqBytes += len(line)
+	w.wcond.Signal()
+	return nil
+}
+
+// stopWriterLocked stops the writer and drops what is queued; with err,
+// the worker is broken. w.wmu is held.
+func (w *worker) stopWriterLocked(err error) {
+	if w.wstopped {
+		return
+	}
+	w.wstopped = true
+	w.wq, w.wqBytes = nil, 0
+	w.wcond.Broadcast()
+	if err != nil {
+		w.brokeErr = err
+		close(w.broken)
+	}
+}
+
+// writeLoop writes the queued frames to the runner's fd 3 until the
+// writer is stopped or a write fails. Closing the pipe (killWorker)
+// ends a write that the worker does not read.
+func (w *worker) writeLoop() {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	for {
+		for len(w.wq) == 0 && !w.wstopped {
+			w.wcond.Wait()
+		}
+		if w.wstopped {
+			return
+		}
+		line := w.wq[0]
+		w.wq[0] = nil
+		w.wq = w.wq[1:]
+		w.wbusy = true
+		w.wmu.Unlock()
+		_, err := w.in.Write(line)
+		w.wmu.Lock()
+		w.wbusy = false
+		if !w.wstopped {
+			w.wqBytes -= len(line)
+		}
+		if err != nil {
+			w.stopWriterLocked(fmt.Errorf("its control channel broke (%v)", err))
+			return
+		}
+	}
+}
+
 // readFrames reads the worker's frames. Tool calls go straight to relay,
 // and run here if relay returns a function; everything else goes to the
 // main loop.
 func (w *worker) readFrames(relay func(*worker, *transport.ToolCallFrame) func()) {
 	for {
 		f, err := w.ctl.Read()
+		if _, ok := f.(*transport.ReadyFrame); ok && err == nil {
+			w.readySeen.Store(true)
+		}
 		if c, ok := f.(*transport.ToolCallFrame); ok && err == nil {
 			if run := relay(w, c); run != nil {
 				if !transport.RunInline(run, func() { w.readFrames(relay) }) {
@@ -310,13 +448,19 @@ func (w *worker) readFrames(relay func(*worker, *transport.ToolCallFrame) func()
 // killWorker kills the worker and every process it started, and waits
 // until its output streams are drained.
 func (s *server) killWorker(w *worker) {
+	s.mu.Lock()
+	w.discarded = true
+	s.mu.Unlock()
 	s.procs.killAll(w)
 	w.killOnce.Do(func() { close(w.quit) })
 	select {
 	case <-w.exited:
 	case <-time.After(5 * time.Second):
 	}
-	w.ctl.Close()
+	w.wmu.Lock()
+	w.stopWriterLocked(nil)
+	w.wmu.Unlock()
+	w.ctl.Close() // also ends a write the worker does not read
 	for _, c := range []*capture{w.stdout, w.stderr} {
 		select {
 		case <-c.eof:
