@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,6 +43,7 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		return fail(err)
 	}
 	p := newRemoteProcs(c)
+	p.maxFiles = cfg.MaxFiles
 	hostConn, serverConn := transport.NewConnPipe()
 	// Tool calls run right here, on the goroutine that read them from the
 	// worker, rather than cross the pipe to the client as frames.
@@ -63,7 +65,7 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 			// supervisor that may never answer.
 			p.c.c.Close()
 		}
-		err := <-served
+		err := p.waitServed(served)
 		if onClose != nil {
 			err = errors.Join(err, onClose())
 		}
@@ -82,17 +84,42 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 	return client, err
 }
 
+// waitServed waits for the session's end. A session held up past
+// supCloseTimeout (by a supervisor that does not answer, say) is ended by
+// force: closing the supervisor socket and the worker's pipes ends every
+// wait of the serve loop.
+func (p *remoteProcs) waitServed(served <-chan error) error {
+	timer := time.NewTimer(supCloseTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-served:
+		return err
+	case <-timer.C:
+	}
+	p.forceClose()
+	timer.Reset(supCloseTimeout)
+	select {
+	case err := <-served:
+		return err
+	case <-timer.C:
+		return fmt.Errorf("sandboxserver: the session did not end within %s of being closed", 2*supCloseTimeout)
+	}
+}
+
 // remoteProcs are the worker's processes as a supervisor runs them.
 type remoteProcs struct {
-	c       *supConn
-	reqMu   sync.Mutex // one request at a time
-	replies chan supReply
-	end     chan struct{} // closed when the reader stops
-	endErr  error
+	c        *supConn
+	reqMu    sync.Mutex // one request at a time
+	replies  chan supReply
+	end      chan struct{} // closed when the reader stops
+	endErr   error
+	intr     chan *worker // an interrupt to send, at most one
+	maxFiles int          // the most files of a files message kept
 
 	mu      sync.Mutex
 	workers map[int]*worker
 	early   map[int]int // exits reported before their spawn reply
+	pipes   []*os.File  // the latest worker's pipes, closed by forceClose
 
 	inotify  int // the supervisor's inotify descriptor, or -1
 	watching bool
@@ -105,18 +132,50 @@ type supReply struct {
 }
 
 // Bounds on the supervisor's answers.
-const (
+var (
 	supSpawnTimeout = 60 * time.Second
 	supReplyTimeout = 30 * time.Second
+	// supCloseTimeout bounds the wait for the session's end at Close
+	// before it is ended by force, and then again.
+	supCloseTimeout = 10 * time.Second
 )
 
 func newRemoteProcs(c *supConn) *remoteProcs {
 	p := &remoteProcs{
-		c: c, replies: make(chan supReply, 1), end: make(chan struct{}),
+		c: c, replies: make(chan supReply, 1), end: make(chan struct{}), intr: make(chan *worker, 1),
 		workers: map[int]*worker{}, early: map[int]int{}, inotify: -1,
 	}
 	go p.readLoop()
+	go p.interrupter()
 	return p
+}
+
+// dropReplies closes the descriptors of replies that nobody will take.
+func (p *remoteProcs) dropReplies() {
+	for {
+		select {
+		case r := <-p.replies:
+			closeFDs(r.fds)
+		default:
+			return
+		}
+	}
+}
+
+// forceClose closes the supervisor socket and the latest worker's pipes,
+// which ends whatever waits on them.
+func (p *remoteProcs) forceClose() {
+	p.c.c.Close()
+	p.mu.Lock()
+	pipes := p.pipes
+	p.pipes = nil
+	p.mu.Unlock()
+	// Close waits for a read in progress: never here.
+	go func() {
+		for _, f := range pipes {
+			f.Close()
+		}
+	}()
 }
 
 // readLoop dispatches the supervisor's messages: exits to their workers,
@@ -177,8 +236,15 @@ func (p *remoteProcs) exited(pid, status int) {
 func (p *remoteProcs) request(m supMsg, want string, timeout time.Duration) (supReply, error) {
 	p.reqMu.Lock()
 	defer p.reqMu.Unlock()
+	// What the reply answers, for errors: the first worker's spawned
+	// comes unasked.
+	asked := m.Op
+	if asked == "" {
+		asked = "nothing (" + want + " was due)"
+	}
 	if m.Op != "" {
 		if err := p.c.send(m); err != nil {
+			p.dropReplies()
 			return supReply{}, p.lost(err)
 		}
 	}
@@ -194,12 +260,18 @@ func (p *remoteProcs) request(m supMsg, want string, timeout time.Duration) (sup
 			return supReply{}, errors.New(r.m.Error)
 		}
 		closeFDs(r.fds)
-		return supReply{}, fmt.Errorf("%w: %s in answer to %s", errSupProtocol, r.m.Op, m.Op)
+		return supReply{}, fmt.Errorf("%w: %s in answer to %s", errSupProtocol, r.m.Op, asked)
 	case <-p.end:
+		p.dropReplies()
 		return supReply{}, p.lost(p.endErr)
 	case <-timer.C:
-		// A late answer would be taken for the next one's: give up on it.
+		// A late answer would be taken for the next one's: give up on it
+		// (and on one that came just now).
 		p.c.c.Close()
+		p.dropReplies()
+		if m.Op == "" {
+			return supReply{}, fmt.Errorf("sandboxserver: the supervisor did not send %s within %s", want, timeout)
+		}
 		return supReply{}, fmt.Errorf("sandboxserver: the supervisor did not answer %s within %s", m.Op, timeout)
 	}
 }
@@ -221,17 +293,24 @@ func (p *remoteProcs) spawn() (*worker, workerPipes, error) {
 	}
 	files := make([]*os.File, 0, 4)
 	for i, fd := range r.fds {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-			closeFDs(r.fds[i:])
+		// The first is the write end of the worker's fd 3, the others
+		// read ends.
+		f, err := ownPipe(fd, i == 0)
+		if err != nil {
+			closeFDs(r.fds[i+1:])
 			for _, f := range files {
 				f.Close()
 			}
-			return nil, workerPipes{}, fmt.Errorf("%w: the worker's descriptor %d is not a pipe", errSupProtocol, i)
+			if err == errNotPipe {
+				err = fmt.Errorf("%w: the worker's descriptor %d is not a pipe", errSupProtocol, i)
+			}
+			return nil, workerPipes{}, err
 		}
-		_ = unix.SetNonblock(fd, true) // for the runtime poller
-		files = append(files, os.NewFile(uintptr(fd), "worker"))
+		files = append(files, f)
 	}
+	p.mu.Lock()
+	p.pipes = files
+	p.mu.Unlock()
 	w := &worker{pid: r.m.Pid, exited: make(chan struct{})}
 	p.mu.Lock()
 	if st, ok := p.early[w.pid]; ok {
@@ -251,8 +330,33 @@ func (p *remoteProcs) spawn() (*worker, workerPipes, error) {
 	return w, workerPipes{in: files[0], ctl: files[1], stdout: files[2], stderr: files[3]}, nil
 }
 
+// interrupt has the worker signalled. The request is sent by interrupter,
+// so that a supervisor that stops reading never holds up the serve loop;
+// a newer one replaces one not yet sent.
 func (p *remoteProcs) interrupt(w *worker) {
-	_ = p.c.send(supMsg{Op: "interrupt", Pid: w.pid})
+	select {
+	case <-p.intr:
+	default:
+	}
+	select {
+	case p.intr <- w:
+	default:
+	}
+}
+
+func (p *remoteProcs) interrupter() {
+	for {
+		select {
+		case w := <-p.intr:
+			select {
+			case <-w.exited: // too late; its pid may be another's soon
+			default:
+				_ = p.c.send(supMsg{Op: "interrupt", Pid: w.pid})
+			}
+		case <-p.end:
+			return
+		}
+	}
 }
 
 func (p *remoteProcs) killAll(w *worker) {
@@ -264,6 +368,8 @@ func (p *remoteProcs) files() fileTracker { return p }
 func (p *remoteProcs) close() {
 	p.c.c.Close()
 	<-p.end
+	// The reader has stopped: nothing more comes into replies.
+	p.dropReplies()
 	if p.inotify >= 0 {
 		_ = unix.Close(p.inotify)
 		p.inotify = -1
@@ -309,10 +415,17 @@ func (p *remoteProcs) changed() []transport.FileInfo {
 		return nil
 	}
 	p.setWatch(r)
+	if len(r.m.Files) > p.maxFiles && p.maxFiles > 0 {
+		return r.m.Files[:p.maxFiles]
+	}
 	return r.m.Files
 }
 
 func (p *remoteProcs) read(rel string, max int64) ([]byte, error) {
+	if len(rel) > maxSupPath {
+		// The supervisor would take it for a protocol error.
+		return nil, fmt.Errorf("invalid path %q: longer than %d bytes", truncate(rel, 200), maxSupPath)
+	}
 	r, err := p.request(supMsg{Op: "read", Path: rel, Max: max}, "file", supReplyTimeout)
 	if err != nil {
 		return nil, err
@@ -324,4 +437,45 @@ func (p *remoteProcs) read(rel string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes for a file of at most %d", errSupProtocol, len(r.m.Data), max)
 	}
 	return r.m.Data, nil
+}
+
+// ownPipe returns a file of this process's own for the pipe fd (received
+// from the supervisor, which may keep a copy), and closes fd. The copy
+// shares its open file description, whose flags the supervisor could
+// change at any time, making reads block again; the file returned is the
+// pipe opened anew through /proc, with a description of its own, in
+// nonblocking mode for the runtime poller. write tells which end.
+var errNotPipe = errors.New("not a pipe")
+
+func ownPipe(fd int, write bool) (*os.File, error) {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return nil, errNotPipe
+	}
+	mode := unix.O_RDONLY
+	if write {
+		mode = unix.O_WRONLY
+	}
+	// O_NONBLOCK also keeps the open from waiting for the other end.
+	nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), mode|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err == unix.ENXIO && write {
+		// No reader is left: the worker is gone. A pipe without a
+		// reader does just as well.
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+			return nil, fmt.Errorf("sandboxserver: pipe: %w", err)
+		}
+		unix.Close(p[0])
+		return os.NewFile(uintptr(p[1]), "worker"), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sandboxserver: reopen the worker's pipe: %w", err)
+	}
+	var nst unix.Stat_t
+	if err := unix.Fstat(nfd, &nst); err != nil || nst.Dev != st.Dev || nst.Ino != st.Ino {
+		unix.Close(nfd)
+		return nil, fmt.Errorf("sandboxserver: reopen the worker's pipe: not the same pipe")
+	}
+	return os.NewFile(uintptr(nfd), "worker"), nil
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -48,17 +49,73 @@ var (
 const (
 	maxSupLine   = transport.MaxFrameSize
 	maxQueuedFDs = 16
+	// maxSupPath bounds a path in a message: PATH_MAX. The supervisor
+	// lists no longer one (it could not open it), and the host refuses to
+	// ask for one.
+	maxSupPath = 4096
+	// maxSupFiles bounds the entries of a files message, however short;
+	// the host keeps at most Config.MaxFiles of them.
+	// maxSupError bounds an error message.
+	maxSupError = 16 << 10
 )
+
+// maxSupFiles bounds the entries of a files message, however short; the
+// host keeps at most Config.MaxFiles of them.
+var maxSupFiles = 1 << 20
+
+// supWriteTimeout bounds one send: a peer that stops reading must not
+// hold the sender up. The connection is closed when it expires.
+var supWriteTimeout = 30 * time.Second
+
+// supWire is a message as decoded: its files one entry at a time, so
+// that no more than maxSupFiles are ever held.
+type supWire struct {
+	supMsg
+	Files supFiles `json:"files,omitempty"`
+}
+
+type supFiles []transport.FileInfo
+
+func (f *supFiles) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return fmt.Errorf("files: want an array")
+	}
+	var out supFiles
+	for dec.More() {
+		if len(out) >= maxSupFiles {
+			return fmt.Errorf("more than %d files", maxSupFiles)
+		}
+		var fi transport.FileInfo
+		if err := dec.Decode(&fi); err != nil {
+			return err
+		}
+		out = append(out, fi)
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	*f = out
+	return nil
+}
 
 var errSupProtocol = errors.New("sandboxserver: supervisor protocol error")
 
 // decodeSupMsg decodes one line strictly: known fields only, one JSON
-// object, an operation from ops, at most the descriptors it may carry.
+// object, an operation from ops, at most the descriptors it may carry,
+// paths, file lists and error messages within their bounds.
 func decodeSupMsg(line []byte, ops map[string]int) (supMsg, error) {
-	var m supMsg
+	var w supWire
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	err := dec.Decode(&w)
+	m := w.supMsg
+	m.Files = w.Files
+	if err != nil {
 		return m, fmt.Errorf("%w: %v", errSupProtocol, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -72,9 +129,13 @@ func decodeSupMsg(line []byte, ops map[string]int) (supMsg, error) {
 		return m, fmt.Errorf("%w: %s with %d descriptors", errSupProtocol, m.Op, m.FDs)
 	case m.Pid < 0 || m.Max < 0:
 		return m, fmt.Errorf("%w: negative pid or size", errSupProtocol)
+	case len(m.Path) > maxSupPath:
+		return m, fmt.Errorf("%w: a path of %d bytes", errSupProtocol, len(m.Path))
+	case len(m.Error) > maxSupError:
+		return m, fmt.Errorf("%w: an error message of %d bytes", errSupProtocol, len(m.Error))
 	}
 	for _, f := range m.Files {
-		if f.Path == "" || f.Size < 0 {
+		if f.Path == "" || len(f.Path) > maxSupPath || f.Size < 0 {
 			return m, fmt.Errorf("%w: bad file entry", errSupProtocol)
 		}
 	}
@@ -122,7 +183,9 @@ func newSupConn(f *os.File, peerOps map[string]int) (*supConn, error) {
 	return &supConn{c: uc, ops: peerOps, maxLine: maxSupLine, oob: make([]byte, syscall.CmsgSpace(4*maxQueuedFDs)), rd: make([]byte, 64<<10)}, nil
 }
 
-// send writes m with files passed alongside.
+// send writes m with files passed alongside. A send that the peer does not
+// take within supWriteTimeout, or that fails, closes the connection: a
+// message cut short would garble the stream.
 func (s *supConn) send(m supMsg, files ...*os.File) error {
 	m.FDs = len(files)
 	line, err := json.Marshal(m)
@@ -155,15 +218,22 @@ func (s *supConn) send(m supMsg, files ...*os.File) error {
 	defer closeFDs(fds)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if len(fds) > 0 {
-		n, _, err := s.c.WriteMsgUnix(line, syscall.UnixRights(fds...), nil)
-		if err != nil {
-			return err
-		}
-		line = line[n:]
+	if err := s.c.SetWriteDeadline(time.Now().Add(supWriteTimeout)); err != nil {
+		return err
 	}
-	if len(line) > 0 {
+	if len(fds) > 0 {
+		var n int
+		n, _, err = s.c.WriteMsgUnix(line, syscall.UnixRights(fds...), nil)
+		line = line[max(n, 0):]
+	}
+	if err == nil && len(line) > 0 {
 		_, err = s.c.Write(line)
+	}
+	if err != nil {
+		s.c.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("sandboxserver: the other end of the supervisor socket took nothing for %s: %w", supWriteTimeout, err)
+		}
 	}
 	return err
 }

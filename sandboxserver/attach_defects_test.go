@@ -1,0 +1,359 @@
+//go:build linux
+
+package sandboxserver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// setVar sets *v for the test and restores it after.
+func setVar[T any](t *testing.T, v *T, val T) {
+	old := *v
+	*v = val
+	t.Cleanup(func() { *v = old })
+}
+
+// fakeWorker is the test's side of a worker whose pipes a fake supervisor
+// passes to the host: the test reads the run frames and writes the
+// worker's frames and output. The fake supervisor keeps its copies of the
+// ends it passed (sent), as a hostile one could.
+type fakeWorker struct {
+	conn           *transport.Conn // run frames in, the worker's frames out
+	stdout, stderr *os.File        // write ends
+	sent           []*os.File      // in (write end), ctl, stdout, stderr (read ends)
+}
+
+func newFakeWorker(t *testing.T) *fakeWorker {
+	rs, ws := pipes(t, 4)
+	return &fakeWorker{
+		conn:   transport.NewConn(rs[0], ws[1], multiCloser{rs[0], ws[1]}, transport.MaxFrameSize),
+		stdout: ws[2], stderr: ws[3],
+		sent: []*os.File{ws[0], rs[1], rs[2], rs[3]},
+	}
+}
+
+const fakePid = 999999999
+
+// attachFake attaches a session to a fake supervisor that passes the
+// pipes of a fakeWorker. handle sees each message the host sends and
+// returns true when it dealt with it; the rest get a plain answer. prep,
+// if set, runs on the host's end of the socket before Attach.
+func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, m supMsg) bool) (*transport.Client, *fakeWorker, *supConn) {
+	t.Helper()
+	needPython(t)
+	hostEnd, sandboxEnd, err := SocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prep != nil {
+		prep(hostEnd)
+	}
+	c, err := newSupConn(sandboxEnd, hostOps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newFakeWorker(t)
+	if err := c.send(supMsg{Op: "spawned", Pid: fakePid}, w.sent...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.conn.Write(&transport.ReadyFrame{ProtocolVersion: transport.ProtocolVersion}); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		exited := false
+		for {
+			m, fds, err := c.recv()
+			closeFDs(fds)
+			if err != nil {
+				return
+			}
+			if handle != nil && handle(c, m) {
+				continue
+			}
+			switch m.Op {
+			case "baseline", "changed":
+				_ = c.send(supMsg{Op: "files"})
+			case "kill":
+				_ = c.send(supMsg{Op: "killed"})
+				if !exited {
+					exited = true
+					_ = c.send(supMsg{Op: "exited", Pid: fakePid, Status: 9})
+				}
+			case "read":
+				_ = c.send(supMsg{Op: "file", Path: m.Path, Error: "no such file"})
+			case "spawn":
+				_ = c.send(supMsg{Op: "error", Error: "no more workers"})
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		c.c.Close()
+		<-served
+		c.dropFDs()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Attach(ctx, hostEnd, Config{Python: testPython, Workdir: t.TempDir()}, transport.SessionConfig{}, transport.ClientOptions{})
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, w, c
+}
+
+// within runs f and fails the test unless it returns within d; unstick,
+// if set, then runs to let f return.
+func within(t *testing.T, d time.Duration, what string, f func(), unstick func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Errorf("%s did not return within %s", what, d)
+		if unstick != nil {
+			unstick()
+		}
+		<-done
+	}
+}
+
+// Defect 3: a send the peer does not take ends within the write timeout,
+// and drops the connection.
+func TestSupConnSendDeadline(t *testing.T) {
+	setVar(t, &supWriteTimeout, 300*time.Millisecond)
+	c, peer := rawPair(t, supOps) // the peer never reads
+	defer c.close()
+	defer peer.Close()
+	big := strings.Repeat("p", 1<<20)
+	var err error
+	within(t, 10*time.Second, "sending to a peer that does not read", func() {
+		for range 64 {
+			if err = c.send(supMsg{Op: "read", Path: big}); err != nil {
+				return
+			}
+		}
+	}, func() { peer.Close(); c.c.Close() })
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("send: %v; want a deadline error", err)
+	}
+	if err := c.send(supMsg{Op: "kill"}); err == nil {
+		t.Error("the connection is still usable after a send timed out")
+	}
+}
+
+// Defect 3: paths, file lists and error messages from the supervisor are
+// bounded.
+func TestDecodeSupMsgBounds(t *testing.T) {
+	setVar(t, &maxSupFiles, 3)
+	long := strings.Repeat("d/", maxSupPath/2) + "x" // maxSupPath+1 bytes
+	ok := strings.Repeat("a", maxSupPath)
+	for _, tc := range []struct {
+		line string
+		good bool
+	}{
+		{`{"op":"files","files":[{"path":"` + ok + `","size":1}]}`, true},
+		{`{"op":"files","files":[{"path":"` + long + `","size":1}]}`, false},
+		{`{"op":"file","path":"` + ok + `"}`, true},
+		{`{"op":"file","path":"` + long + `"}`, false},
+		{`{"op":"read","path":"` + long + `","max":1}`, false},
+		{`{"op":"files","files":[{"path":"a","size":1},{"path":"b","size":1},{"path":"c","size":1}]}`, true},
+		{`{"op":"files","files":[{"path":"a","size":1},{"path":"b","size":1},{"path":"c","size":1},{"path":"d","size":1}]}`, false},
+		{`{"op":"files","files":null}`, true},
+		{`{"op":"files","files":{}}`, false},
+		{`{"op":"error","error":"` + strings.Repeat("e", maxSupError) + `"}`, true},
+		{`{"op":"error","error":"` + strings.Repeat("e", maxSupError+1) + `"}`, false},
+		{`{"op":"file","path":"a","error":"` + strings.Repeat("e", maxSupError+1) + `"}`, false},
+	} {
+		_, err := decodeSupMsg([]byte(tc.line), opSet(map[bool]string{true: "host", false: "sup"}[strings.Contains(tc.line, `"read"`)]))
+		if (err == nil) != tc.good {
+			t.Errorf("decodeSupMsg(%.80q…): %v; want good=%v", tc.line, err, tc.good)
+		}
+		if err != nil && !errors.Is(err, errSupProtocol) {
+			t.Errorf("decodeSupMsg(%.80q…): %v does not wrap errSupProtocol", tc.line, err)
+		}
+	}
+}
+
+// Defect 3: the host asks for no path longer than a supervisor may send
+// (it would take it for a protocol error), and keeps at most MaxFiles of
+// a files answer.
+func TestRemoteProcsBounds(t *testing.T) {
+	host, sup := supPair(t, supOps, hostOps)
+	p := newRemoteProcs(host)
+	p.maxFiles = 2
+	done := make(chan struct{})
+	defer func() {
+		p.close()
+		<-done
+	}()
+	go func() {
+		defer close(done)
+		defer sup.close()
+		for {
+			m, fds, err := sup.recv()
+			closeFDs(fds)
+			if err != nil {
+				return
+			}
+			if m.Op == "changed" {
+				_ = sup.send(supMsg{Op: "files", Files: []transport.FileInfo{{Path: "a", Size: 1}, {Path: "b", Size: 2}, {Path: "c", Size: 3}}})
+			} else {
+				t.Errorf("the host sent %s", m.Op)
+			}
+		}
+	}()
+	if _, err := p.read(strings.Repeat("a", maxSupPath+1), 10); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("read of a long path: %v", err)
+	}
+	if got := p.changed(); len(got) != 2 || got[1].Path != "b" {
+		t.Errorf("changed() = %v; want the first 2", got)
+	}
+}
+
+// Defect 3: a supervisor that stops reading holds up neither the serve
+// loop (which interrupts the worker every 100 ms while a block stops) nor
+// Close: the send times out and the session ends.
+func TestAttachSupervisorStopsReading(t *testing.T) {
+	setVar(t, &supWriteTimeout, time.Second)
+	stuck := make(chan struct{})
+	defer close(stuck)
+	s, w, c := attachFake(t, func(host *os.File) {
+		// A small send buffer fills after a few messages.
+		rc, err := host.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, 1) })
+	}, func(c *supConn, m supMsg) bool {
+		if m.Op == "interrupt" {
+			<-stuck // reads nothing more
+			return true
+		}
+		return false
+	})
+	go func() { // the worker takes the block and never ends it
+		_, _ = w.conn.Read()
+	}()
+	within(t, 30*time.Second, "Exec and Close", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := s.Exec(ctx, transport.Block{Code: "x", Timeout: 100 * time.Millisecond, Grace: 30 * time.Second})
+		t.Logf("Exec: %+v, %v", r, err)
+		s.Close()
+	}, func() { c.c.Close() })
+}
+
+// Defect 2: Close ends a session whose supervisor does not answer within
+// supCloseTimeout, rather than wait for its replies to time out.
+func TestAttachCloseBounded(t *testing.T) {
+	setVar(t, &supCloseTimeout, 500*time.Millisecond)
+	base := fdBaseline(t)
+	s, w, c := attachFake(t, nil, func(c *supConn, m supMsg) bool {
+		return m.Op == "kill" // never answered
+	})
+	start := time.Now()
+	within(t, 10*time.Second, "Close", func() { s.Close() }, func() { c.c.Close() })
+	t.Logf("Close took %s", time.Since(start))
+	for _, f := range append(w.sent, w.stdout, w.stderr) {
+		f.Close()
+	}
+	w.conn.Close()
+	c.c.Close()
+	checkFDs(t, base)
+}
+
+// Defect 4: a supervisor that kept a copy of the worker's pipes and makes
+// them blocking does not freeze output capture or Close: the host reads
+// through open file descriptions of its own.
+func TestAttachOwnsWorkerPipes(t *testing.T) {
+	s, w, _ := attachFake(t, nil, nil)
+	for _, f := range w.sent {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = rc.Control(func(fd uintptr) {
+			if err := unix.SetNonblock(int(fd), false); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	go func() {
+		f, err := w.conn.Read()
+		run, ok := f.(*transport.RunFrame)
+		if err != nil || !ok {
+			t.Errorf("the worker read %v, %v", f, err)
+			return
+		}
+		_, _ = w.stdout.WriteString("hi\n")
+		time.Sleep(100 * time.Millisecond) // the capture reads it, then finds the pipe empty
+		_ = w.conn.Write(&transport.DoneFrame{ID: run.ID})
+	}()
+	var r *transport.Result
+	var err error
+	unstick := func() { w.stdout.Close(); w.stderr.Close(); w.conn.Close() }
+	within(t, 15*time.Second, "Exec", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err = s.Exec(ctx, transport.Block{Code: "print('hi')"})
+	}, unstick)
+	if err != nil || r.Stdout != "hi\n" {
+		t.Errorf("Exec: %+v, %v", r, err)
+	}
+	within(t, 15*time.Second, "Close", func() { s.Close() }, unstick)
+}
+
+// Defect 6: the descriptors of a reply that nobody asked for are closed.
+func TestAttachDropsUnsolicitedReply(t *testing.T) {
+	base := fdBaseline(t)
+	s, w, c := attachFake(t, nil, nil)
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.send(supMsg{Op: "files", Watching: true}, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	wr.Close()
+	time.Sleep(100 * time.Millisecond) // the host takes it
+	c.c.Close()
+	within(t, 30*time.Second, "Close", func() { s.Close() }, nil)
+	for _, f := range append(w.sent, w.stdout, w.stderr) {
+		f.Close()
+	}
+	w.conn.Close()
+	c.c.Close()
+	checkFDs(t, base)
+}
+
+// Defect 9: errors about the first worker, which comes unasked, name the
+// reply that was due rather than an empty request.
+func TestAttachFirstSpawnErrors(t *testing.T) {
+	err := attachHostile(t, func(t *testing.T, c *supConn) {
+		_ = c.send(supMsg{Op: "killed"})
+	})
+	if err == nil || strings.Contains(err.Error(), "answer to  ") || !strings.Contains(err.Error(), "spawned") {
+		t.Errorf("a wrong first answer: %v; want an error that names spawned", err)
+	}
+	setVar(t, &supSpawnTimeout, 300*time.Millisecond)
+	err = attachHostile(t, func(t *testing.T, c *supConn) {})
+	if err == nil || strings.Contains(err.Error(), "answer  ") || !strings.Contains(err.Error(), "spawned within") {
+		t.Errorf("no first answer: %v; want an error that names spawned", err)
+	}
+}
