@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -126,7 +127,14 @@ func (t *tracker) changed() []transport.FileInfo {
 		}
 	}
 	t.pending, t.rescan = nil, false
+	// What the host would refuse is not listed: a path longer than a
+	// message may carry, and entries past max (the first max by name
+	// stay).
+	out = slices.DeleteFunc(out, func(f transport.FileInfo) bool { return len(f.Path) > maxSupPath })
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	if len(out) > t.max {
+		out = out[:t.max]
+	}
 	return out
 }
 

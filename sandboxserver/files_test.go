@@ -285,3 +285,23 @@ func TestWalkBeneath(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackerListsAtMostMax: a block may create more files than MaxFiles;
+// the list keeps the first MaxFiles by name rather than sending more than
+// the host accepts.
+func TestTrackerListsAtMostMax(t *testing.T) {
+	trackerModes(t, func(t *testing.T, root string, tr *tracker) {
+		tr.baseline()
+		for i := range 8 {
+			write(t, root, fmt.Sprintf("f%d.txt", i), "x")
+		}
+		tr.max = 5
+		// A walk counts every entry it examines against max, so it may
+		// list fewer.
+		got := paths(tr.changed())
+		want := []string{"f0.txt", "f1.txt", "f2.txt", "f3.txt", "f4.txt"}
+		if len(got) == 0 || len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
+			t.Fatalf("changed = %v, want a prefix of %v", got, want)
+		}
+	})
+}
