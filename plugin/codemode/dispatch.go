@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/adk/agent"
@@ -67,24 +68,96 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
 		limit = call.Timeout
 	}
-	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
+	ctl := &callControl{}
+	if limit <= 0 {
+		return h.e.callTool(ctx, exec, st, call.Args, ctl)
 	}
-	res := h.e.callTool(ctx, exec, st, call.Args)
-	if limit > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// Abandoned calls still running count against the sandbox's bound on
+	// calls in flight, which no longer sees them.
+	if n := h.t.abandoned.Load(); n >= maxAbandonedCalls {
+		return transport.Errorf("ToolError", "too many tool calls still running on the host after their timeout (%d); wait for them to finish", n)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	timedOut := func() transport.ToolResult {
 		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.name, seconds(limit))
 	}
-	return res
+	// The call runs on its own goroutine so that the timeout holds even
+	// for a tool that does not watch its context; one abandoned at the
+	// timeout has its later effects dropped.
+	done := make(chan transport.ToolResult, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- transport.Errorf("ToolError", "tool %s panicked: %v", st.name, r)
+			}
+			ctl.finish(exec, &h.t.abandoned)
+		}()
+		done <- h.e.callTool(ctx, exec, st, call.Args, ctl)
+	}()
+	select {
+	case res := <-done:
+		if res.Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return timedOut()
+		}
+		return res
+	case <-ctx.Done():
+		if ctl.abandon(exec, &h.t.abandoned) {
+			return timedOut()
+		}
+		// The call completed meanwhile: its effects landed, so its
+		// result stands.
+		res := <-done
+		if res.Err != nil {
+			return timedOut()
+		}
+		return res
+	}
 }
+
+// callControl is the fate of one tool call from code: abandoned at its
+// timeout, or completed (its effects merged). Guarded by the execute_code
+// call's mu.
+type callControl struct {
+	abandoned bool
+	completed bool
+}
+
+// abandon marks the call abandoned unless it completed first, and says
+// whether it did.
+func (c *callControl) abandon(exec *execCall, running *atomic.Int64) bool {
+	exec.mu.Lock()
+	defer exec.mu.Unlock()
+	if c.completed {
+		return false
+	}
+	c.abandoned = true
+	running.Add(1)
+	return true
+}
+
+// finish marks the call's goroutine done: no longer counted as abandoned
+// and running, or completed if it was not abandoned.
+func (c *callControl) finish(exec *execCall, running *atomic.Int64) {
+	exec.mu.Lock()
+	defer exec.mu.Unlock()
+	if c.abandoned {
+		running.Add(-1)
+	} else {
+		c.completed = true
+	}
+}
+
+// maxAbandonedCalls bounds the tool calls of one turn that still run on
+// the host after their timeout.
+const maxAbandonedCalls = 64
 
 // callTool runs one tool call from code the way ADK's flow runs a direct
 // one: the runner's plugins' before-tool callbacks, then the agent's (the
 // first non-nil result or error skips the tool); the tool; on an error the
 // plugins' then the agent's on-error callbacks; then the plugins' then the
 // agent's after-tool callbacks. Arguments are validated first.
-func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, args map[string]any) transport.ToolResult {
+func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, args map[string]any, ctl *callControl) transport.ToolResult {
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -120,7 +193,7 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 		return errorResult(&CallbackError{Tool: st.name, Err: err})
 	}
 
-	tc := newCallContext(ctx, exec, exec.nextID())
+	tc := newCallContext(ctx, exec, exec.nextID(), ctl)
 	t := st.tool
 	var result map[string]any
 	if plugins != nil {
@@ -174,7 +247,9 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	if err == nil && t.IsLongRunning() && len(result) == 0 {
 		return errorResult(&UnsupportedToolActionError{Tool: st.name, Actions: []string{"a long-running operation without an immediate result"}})
 	}
-	tc.merge()
+	if !tc.merge() {
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.name)
+	}
 	if err != nil {
 		return errorResult(err)
 	}

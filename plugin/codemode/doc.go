@@ -80,8 +80,9 @@
 // the turn's variables are lost. Either way stderr says so. When the
 // connection to the sandbox is lost, the model is told which of three
 // cases happened: the code did not run (retried once on a fresh sandbox
-// first), it may or may not have run, or it ran but its output was lost.
-// The last two are never retried. A sandbox that speaks another protocol
+// first; when the lost sandbox held earlier blocks' state, stderr says that
+// state is gone), it may or may not have run, or it ran but its output was
+// lost. The last two are never retried. A sandbox that speaks another protocol
 // version ends the turn and execute_code returns a
 // [*transport.VersionError].
 //

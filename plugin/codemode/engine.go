@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/genai"
@@ -40,6 +41,8 @@ type turn struct {
 
 	exec sync.Mutex // serialises the invocation's execute_code calls
 
+	abandoned atomic.Int64 // tool calls still running after their timeout
+
 	mu       sync.Mutex // guards the fields below
 	surf     *surface
 	sess     transport.Session
@@ -63,6 +66,17 @@ func (t *turn) surface() *surface {
 
 // turnFor returns the turn of an invocation, creating it.
 func (e *engine) turnFor(id string) (*turn, error) {
+	return e.getTurn(id, false)
+}
+
+// acquire returns the turn of an invocation, creating it, marked in use so
+// that the idle reaper leaves it alone; the caller must end the use (see
+// execTool.Run).
+func (e *engine) acquire(id string) (*turn, error) {
+	return e.getTurn(id, true)
+}
+
+func (e *engine) getTurn(id string, use bool) (*turn, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -73,6 +87,12 @@ func (e *engine) turnFor(id string) (*turn, error) {
 		t = &turn{id: id, lastUsed: time.Now()}
 		e.turns[id] = t
 		e.startReaperLocked()
+	}
+	if use {
+		// Under e.mu, which the reaper holds while it looks at inUse.
+		t.mu.Lock()
+		t.inUse++
+		t.mu.Unlock()
 	}
 	return t, nil
 }
@@ -100,8 +120,19 @@ func (e *engine) surfaceFor(ctx agent.ReadonlyContext) (*surface, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.surfaceOf(ctx, t)
+}
+
+// surfaceOf resolves the tool surface of the turn t, once.
+func (e *engine) surfaceOf(ctx agent.ReadonlyContext, t *turn) (*surface, error) {
 	if s := t.surface(); s != nil {
 		return s, nil
+	}
+	if e.static != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.surf = e.static
+		return t.surf, nil
 	}
 	s, err := resolve(ctx, e.bare, e.cfg.Toolsets, e.cfg.surfaceOptions())
 	if err != nil {

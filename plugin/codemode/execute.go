@@ -1,11 +1,13 @@
 package codemode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"mime"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -55,30 +57,19 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 			return result("", fmt.Sprintf("Code exceeds maximum allowed length (%s > %s chars).", thousands(n), thousands(limit)), nil), nil
 		}
 	}
-	if _, err := e.surfaceFor(ctx); err != nil {
-		return nil, err
-	}
-	tn, err := e.turnFor(ctx.InvocationID())
+	tn, err := e.acquire(ctx.InvocationID())
 	if err != nil {
 		return nil, err
 	}
-	tn.exec.Lock()
-	defer tn.exec.Unlock()
-
 	exec := &execCall{parent: ctx, id: ctx.FunctionCallID()}
-	tn.mu.Lock()
-	if tn.surf == nil {
-		tn.surf = e.static
-	}
-	tn.running = exec
-	tn.inUse++
-	tn.mu.Unlock()
 	defer func() {
 		exec.mu.Lock()
 		exec.closed = true
 		exec.mu.Unlock()
 		tn.mu.Lock()
-		tn.running = nil
+		if tn.running == exec {
+			tn.running = nil
+		}
 		tn.inUse--
 		tn.lastUsed = time.Now()
 		var s transport.Session
@@ -90,6 +81,16 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 			_ = s.Close()
 		}
 	}()
+	// The surface is resolved on the turn the call runs on: a turn looked
+	// up again could be another one, created after this one was released.
+	if _, err := e.surfaceOf(ctx, tn); err != nil {
+		return nil, err
+	}
+	tn.exec.Lock()
+	defer tn.exec.Unlock()
+	tn.mu.Lock()
+	tn.running = exec
+	tn.mu.Unlock()
 	// Runs first, on every way out (tool calls may have saved artifacts
 	// before a lost connection): no save is accepted after the delta is
 	// taken, so the hook sees what the event records.
@@ -106,9 +107,11 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 	block := transport.Block{Code: code, Timeout: e.cfg.Timeout}
 	var res *transport.Result
 	var sess transport.Session
+	lostState := false // a sandbox that earlier calls used was lost
 	for attempt := 1; ; attempt++ {
 		var err error
-		sess, err = e.session(ctx, tn)
+		var fresh bool
+		sess, fresh, err = e.session(ctx, tn)
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return nil, err
@@ -136,6 +139,7 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 			switch ce.Stage {
 			case transport.NotRun:
 				if attempt < 2 {
+					lostState = lostState || !fresh
 					continue
 				}
 				return result("", msgNotRun, nil), nil
@@ -151,23 +155,45 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 			return nil, fmt.Errorf("execute_code: %w", err)
 		}
 	}
+	if lostState {
+		// The model must know that what earlier blocks left is gone.
+		r := *res
+		r.Stderr = appendLine(r.Stderr, msgFresh)
+		res = &r
+	}
 	return e.output(ctx, exec, sess, res), nil
 }
 
-// session returns the turn's sandbox, opening it if needed.
-func (e *engine) session(ctx agent.ToolContext, tn *turn) (transport.Session, error) {
+// msgFresh is added to stderr when the code ran on a fresh sandbox because
+// the turn's sandbox was lost before the code was sent.
+const msgFresh = "[The turn's sandbox was lost before this code was sent, so it ran in a fresh sandbox: variables, imports and files from earlier blocks of this turn are gone.]"
+
+// appendLine appends line to s on a line of its own.
+func appendLine(s, line string) string {
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s + line
+}
+
+// session returns the turn's sandbox, opening it if needed; fresh says it
+// was opened now.
+func (e *engine) session(ctx agent.ToolContext, tn *turn) (_ transport.Session, fresh bool, _ error) {
 	tn.mu.Lock()
 	s, surf := tn.sess, tn.surf
 	tn.mu.Unlock()
 	if s != nil {
-		return s, nil
+		return s, false, nil
 	}
 	if e.isClosed() {
-		return nil, ErrClosed
+		return nil, false, ErrClosed
+	}
+	if surf == nil {
+		return nil, false, errors.New("codemode: the turn has no tool surface")
 	}
 	s, err := e.cfg.Backend.Open(ctx, transport.SessionConfig{Files: surf.files, Tools: handler{e: e, t: tn}})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	recordEnvironment(e.cfg.Backend, s.Environment())
 	tn.mu.Lock()
@@ -176,9 +202,9 @@ func (e *engine) session(ctx agent.ToolContext, tn *turn) (transport.Session, er
 	// Close may have run meanwhile and missed this session.
 	if e.isClosed() {
 		tn.discard(s)
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
-	return s, nil
+	return s, true, nil
 }
 
 // discard closes s if it is still the turn's sandbox.
@@ -215,38 +241,73 @@ func (e *engine) output(ctx agent.ToolContext, exec *execCall, sess transport.Se
 		stderr += fmt.Sprintf("Process exited with code %d.", res.ExitCode)
 	}
 	files, notes := e.saveFiles(ctx, exec, sess, res.Files)
-	stdout := e.stream(ctx, exec, "stdout", res.Stdout, res.StdoutDropped)
-	stderr = e.stream(ctx, exec, "stderr", stderr, res.StderrDropped)
+	// The notes name paths the sandbox chose: they are bounded and
+	// neutralised with the rest of stderr.
 	if len(notes) > 0 {
 		if stderr != "" && !strings.HasSuffix(stderr, "\n") {
 			stderr += "\n"
 		}
 		stderr += strings.Join(notes, "\n")
 	}
+	stdout := e.stream(ctx, exec, "stdout", res.Stdout, res.StdoutDropped)
+	stderr = e.stream(ctx, exec, "stderr", stderr, res.StderrDropped)
 	return result(stdout, stderr, files)
+}
+
+// outputFilesTimeout bounds reading a block's changed files from the
+// sandbox, all of them together; a variable for tests.
+var outputFilesTimeout = 2 * time.Minute
+
+// maxNotePath bounds a path quoted in a note.
+const maxNotePath = 256
+
+// notePath quotes a path the sandbox sent, on one line and bounded.
+func notePath(p string) string {
+	if utf8.RuneCountInString(p) > maxNotePath {
+		p = string([]rune(p)[:maxNotePath]) + "..."
+	}
+	return strconv.Quote(p)
 }
 
 // saveFiles saves the workspace files a block created or changed as
 // artifacts, by [WorkspaceArtifactName], and returns their names and a note
 // for each file that could not be saved. Without an artifact service it
-// saves nothing.
+// saves nothing. A path listed twice is saved once, and reading the files
+// from the sandbox takes at most outputFilesTimeout.
 func (e *engine) saveFiles(ctx agent.ToolContext, exec *execCall, sess transport.Session, files []transport.FileInfo) (names, notes []string) {
 	if len(files) == 0 || sess == nil || !exec.hasArtifacts() {
 		return nil, nil
 	}
+	rctx, cancel := context.WithTimeout(ctx, outputFilesTimeout)
+	defer cancel()
+	seen := map[string]bool{}
+	saved := 0
 	for i, f := range files {
-		if i == maxOutputFiles {
+		if seen[f.Path] {
+			continue
+		}
+		seen[f.Path] = true
+		if saved == maxOutputFiles {
 			notes = append(notes, fmt.Sprintf("[%d more changed files were not saved as artifacts: at most %d are saved per call.]", len(files)-i, maxOutputFiles))
 			break
 		}
-		data, err := sess.ReadFile(ctx, f.Path)
+		if rctx.Err() != nil {
+			notes = append(notes, fmt.Sprintf("[%s and %d more changed files were not saved as artifacts: reading them from the sandbox took longer than %s.]",
+				notePath(f.Path), len(files)-i-1, outputFilesTimeout))
+			break
+		}
+		saved++
+		data, err := sess.ReadFile(rctx, f.Path)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("[%s was not saved as an artifact: %v]", f.Path, err))
+			if rctx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("reading the changed files from the sandbox took longer than %s", outputFilesTimeout)
+			}
+			notes = append(notes, fmt.Sprintf("[%s was not saved as an artifact: %v]", notePath(f.Path), err))
 			continue
 		}
 		name := WorkspaceArtifactName(f.Path)
 		if _, err := exec.save(ctx, name, &genai.Part{InlineData: &genai.Blob{MIMEType: fileMIMEType(f.Path), Data: data}}); err != nil {
-			notes = append(notes, fmt.Sprintf("[%s was not saved as an artifact: %v]", f.Path, err))
+			notes = append(notes, fmt.Sprintf("[%s was not saved as an artifact: %v]", notePath(f.Path), err))
 			continue
 		}
 		names = append(names, name)

@@ -166,12 +166,18 @@ func streamArtifactName(stream, callID string) string {
 }
 
 // toolResultArtifactName names a tool result: the artifact_name argument
-// when given, else codemode-tool-<tool>-<call>.
+// when given (with "_" before it if it would start with ReservedPrefix),
+// else codemode-tool-<tool>-<call>.
 func toolResultArtifactName(given, toolName, callID string) string {
 	if given != "" {
 		stem := nameStem(strings.TrimSuffix(given, ".json"))
 		if stem == "" {
 			stem = "tool_result"
+		}
+		if strings.HasPrefix(stem, ReservedPrefix) {
+			// The code may not choose a name of Code Mode's own, such as
+			// the generated name of another call's result.
+			stem = "_" + stem
 		}
 		return stem + ".json"
 	}

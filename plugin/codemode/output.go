@@ -3,6 +3,7 @@ package codemode
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -17,10 +18,10 @@ const truncationMarker = "\n... [truncated] ...\n"
 
 // boundOutput returns text as the model sees it, without the note: the
 // text itself when it has at most limit characters, else the first 70% of
-// the limit, a marker and the last part (a limit of 40 or less gives a
-// plain prefix). Either way the text is passed through [neutralise]. cut
-// says whether anything was left out. This is the one place output is
-// bounded.
+// the limit, a marker and the last part (a limit too small to hold the
+// marker and a tail, 69 or less, gives a plain prefix). Either way the text
+// is passed through [neutralise]. cut says whether anything was left out.
+// This is the one place output is bounded.
 func boundOutput(text string, limit int) (view string, cut bool) {
 	if limit <= 0 || len(text) <= limit {
 		return neutralise(text), false
@@ -30,11 +31,12 @@ func boundOutput(text string, limit int) (view string, cut bool) {
 		return neutralise(text), false
 	}
 	runes := []rune(text)
-	if limit <= 40 {
-		return neutralise(string(runes[:limit])), true
-	}
 	head := int(0.7 * float64(limit))
 	tail := limit - head - len(truncationMarker)
+	if limit <= 40 || tail <= 0 {
+		// No room for the marker and a tail: a plain prefix.
+		return neutralise(string(runes[:limit])), true
+	}
 	return neutralise(string(runes[:head])) + truncationMarker + neutralise(string(runes[n-tail:])), true
 }
 
@@ -125,7 +127,8 @@ func safe(v reflect.Value, depth int) any {
 		return nil
 	}
 	if depth > maxSafeDepth {
-		return fmt.Sprintf("%v", v)
+		// Not %v: it follows a self-referencing map or slice without end.
+		return fmt.Sprintf("[%s nested more than %d levels deep]", v.Type(), maxSafeDepth)
 	}
 	if v.CanInterface() {
 		switch x := v.Interface().(type) {
@@ -208,6 +211,11 @@ func safe(v reflect.Value, depth int) any {
 func viaJSON(v reflect.Value) any {
 	b, err := json.Marshal(v.Interface())
 	if err != nil {
+		var uv *json.UnsupportedValueError
+		if errors.As(err, &uv) {
+			// %v would follow the cycle without end.
+			return fmt.Sprintf("[%s: %v]", v.Type(), err)
+		}
 		return fmt.Sprintf("%v", v)
 	}
 	var out any

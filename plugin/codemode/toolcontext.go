@@ -33,13 +33,25 @@ type execCall struct {
 // errCallEnded refuses effects that arrive after execute_code returned.
 var errCallEnded = errors.New("codemode: the execute_code call that made this tool call has ended")
 
+// errCallAbandoned refuses effects of a tool call that passed its timeout.
+var errCallAbandoned = errors.New("codemode: this tool call passed its timeout; the code no longer waits for it")
+
 // save saves an artifact through the execute_code call's artifacts, so the
 // version lands on its event, and records it in the call's delta.
 func (c *execCall) save(ctx context.Context, name string, part *genai.Part) (*artifact.SaveResponse, error) {
+	return c.saveFor(ctx, nil, name, part)
+}
+
+// saveFor is save for the tool call ctl, refused once the call was
+// abandoned at its timeout.
+func (c *execCall) saveFor(ctx context.Context, ctl *callControl, name string, part *genai.Part) (*artifact.SaveResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errCallEnded
+	}
+	if ctl != nil && ctl.abandoned {
+		return nil, errCallAbandoned
 	}
 	a := c.parent.Artifacts()
 	if a == nil {
@@ -85,17 +97,22 @@ type callContext struct {
 	agent.ToolContext // the execute_code call's context, for values and identity
 	run               context.Context
 	exec              *execCall
+	ctl               *callControl
 	id                string
 	actions           *session.EventActions
 }
 
 var _ agent.ToolContext = (*callContext)(nil)
 
-func newCallContext(run context.Context, exec *execCall, id string) *callContext {
+func newCallContext(run context.Context, exec *execCall, id string, ctl *callControl) *callContext {
+	if ctl == nil {
+		ctl = &callControl{}
+	}
 	return &callContext{
 		ToolContext: exec.parent,
 		run:         run,
 		exec:        exec,
+		ctl:         ctl,
 		id:          id,
 		actions:     &session.EventActions{StateDelta: map[string]any{}, ArtifactDelta: map[string]int64{}},
 	}
@@ -175,7 +192,7 @@ type callArtifacts struct {
 }
 
 func (a callArtifacts) Save(ctx context.Context, name string, data *genai.Part) (*artifact.SaveResponse, error) {
-	resp, err := a.c.exec.save(ctx, name, data)
+	resp, err := a.c.exec.saveFor(ctx, a.c.ctl, name, data)
 	if err != nil {
 		return nil, err
 	}
@@ -199,12 +216,17 @@ func (a callArtifacts) LoadVersion(ctx context.Context, name string, version int
 
 // merge folds the call's state and artifact deltas into the execute_code
 // call's, so they land on its event. Actions that code cannot honour are
-// checked before and never merged.
-func (c *callContext) merge() {
+// checked before and never merged. It reports false, merging nothing, for
+// a call abandoned at its timeout; otherwise the call counts as completed.
+func (c *callContext) merge() bool {
 	c.exec.mu.Lock()
 	defer c.exec.mu.Unlock()
+	if c.ctl.abandoned {
+		return false
+	}
+	c.ctl.completed = true
 	if c.exec.closed {
-		return
+		return true
 	}
 	st := c.exec.parent.State()
 	for k, v := range c.actions.StateDelta {
@@ -217,4 +239,5 @@ func (c *callContext) merge() {
 		}
 		pa.ArtifactDelta[k] = max(pa.ArtifactDelta[k], v)
 	}
+	return true
 }
