@@ -136,6 +136,11 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 			_ = cmd.Kill()
 			<-exited
 		}
+		// The jail's exit status says nothing once the session is over,
+		// but a cgroup left behind must not go unnoticed.
+		if c, ok := any(cmd).(interface{ cleanupErr() error }); ok {
+			return c.cleanupErr()
+		}
 		return nil
 	}
 	// The session runs in this process; the jail's init supervises the

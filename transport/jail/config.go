@@ -85,7 +85,9 @@ type Config struct {
 	// SetupHostID and PayloadHostID choose the host ids used when the
 	// caller is root. Defaults [DefaultSetupHostID] and
 	// [DefaultPayloadHostID]. Both must be unprivileged (non-zero) ids that
-	// own nothing of value on the host. They are ignored when rootless.
+	// own nothing of value on the host, differ from each other and fit a
+	// 32-bit id (at most 1<<32-2); [Start] refuses others. They are ignored
+	// when rootless.
 	SetupHostID   int
 	PayloadHostID int
 }
@@ -284,6 +286,30 @@ func (c Config) withDefaults() Config {
 		c.PayloadHostID = DefaultPayloadHostID
 	}
 	return c
+}
+
+// maxHostID is the largest id a uid_map or gid_map line accepts: ids are
+// 32-bit and (uid_t)-1 is reserved.
+const maxHostID int64 = 1<<32 - 2
+
+// checkHostIDs validates SetupHostID and PayloadHostID (after defaults) for
+// a root caller. The kernel truncates ids above 32 bits, so an id such as
+// 1<<32 would otherwise map to host uid 0; two equal ids make the kernel
+// refuse the mapping with EINVAL, which looks like a host without
+// namespaces.
+func checkHostIDs(c Config) error {
+	for _, f := range []struct {
+		name string
+		id   int
+	}{{"SetupHostID", c.SetupHostID}, {"PayloadHostID", c.PayloadHostID}} {
+		if f.id < 1 || int64(f.id) > maxHostID {
+			return fmt.Errorf("jail: Config.%s %d is out of range (1 to %d)", f.name, f.id, maxHostID)
+		}
+	}
+	if c.SetupHostID == c.PayloadHostID {
+		return fmt.Errorf("jail: Config.SetupHostID and Config.PayloadHostID are both %d; they must differ", c.SetupHostID)
+	}
+	return nil
 }
 
 // checkFiles validates Config.Files and returns their total size.

@@ -28,7 +28,9 @@ type Cmd struct {
 
 	waitOnce sync.Once
 	waitErr  error
+	mu       sync.Mutex // guards usage and cgErr, set by Wait
 	usage    Usage
+	cgErr    error // failure to remove the jail's cgroups
 }
 
 // Start builds a jail from cfg and starts spec in it. It returns once the
@@ -49,6 +51,9 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 	}
 	rootless := os.Geteuid() != 0
 	if !rootless {
+		if err := checkHostIDs(cfg); err != nil {
+			return nil, err
+		}
 		if err := checkExecutable(); err != nil {
 			return nil, err
 		}
@@ -312,11 +317,15 @@ func (c *Cmd) Wait() error {
 	c.waitOnce.Do(func() {
 		c.waitErr = c.cmd.Wait()
 		c.cg.collect()
-		c.usage = Usage{OOMKills: c.cg.oomKills, MemoryPeakBytes: c.cg.memPeak, PidsLimitHits: c.cg.pidsHit}
-		if err := c.cg.remove(); err != nil && c.waitErr == nil {
-			c.waitErr = err
+		cgErr := c.cg.remove()
+		if cgErr != nil && c.waitErr == nil {
+			c.waitErr = cgErr
 		}
 		c.closeFiles()
+		c.mu.Lock()
+		c.usage = Usage{OOMKills: c.cg.oomKills, MemoryPeakBytes: c.cg.memPeak, PidsLimitHits: c.cg.pidsHit}
+		c.cgErr = cgErr
+		c.mu.Unlock()
 	})
 	return c.waitErr
 }
@@ -337,4 +346,16 @@ func (c *Cmd) Enforced() Enforcement {
 
 // Usage reports OOM kills, the memory peak and refused forks as counted by
 // the jail's cgroups. It is complete after Wait returns.
-func (c *Cmd) Usage() Usage { return c.usage }
+func (c *Cmd) Usage() Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.usage
+}
+
+// cleanupErr is the failure to remove the jail's cgroups, once Wait has
+// returned.
+func (c *Cmd) cleanupErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cgErr
+}
