@@ -10,7 +10,6 @@ import (
 
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/jail"
-	"github.com/adk-codemode/codemode/transport/unsandboxed"
 )
 
 const doctorUsage = `Usage: codemode doctor [flags]
@@ -83,14 +82,14 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 
 	if ok {
 		fmt.Fprintln(stdout)
-		for _, name := range []string{"jail", "unsandboxed"} {
-			var b transport.Backend = &jail.Backend{Config: jail.Config{Python: *python}}
-			if name == "unsandboxed" {
-				b = &unsandboxed.Backend{Python: *python}
-			}
-			d, env, err := sessionStart(ctx, b)
+		for _, name := range []string{defaultBackend, "unsandboxed"} {
+			d, env, err := sessionStart(ctx, backends[name].open(*python))
 			if err != nil {
 				fmt.Fprintf(stdout, "%s session: failed: %v\n", name, err)
+				if name == defaultBackend {
+					// The jail starts, but sessions cannot run in it.
+					jerr = fmt.Errorf("a session could not start: %w", err)
+				}
 				continue
 			}
 			fmt.Fprintf(stdout, "%s session ready in %s (Python %s, %d importable packages)\n", name, d.Round(100*time.Microsecond), env.PythonVersion, len(env.Packages))

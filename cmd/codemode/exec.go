@@ -29,7 +29,8 @@ after it ends. With --json, one JSON object per block is printed instead:
 
 Exit status: 0 when every block ran, whatever exit code the code itself
 had; 1 when the sandbox failed (it could not start, or the connection to
-it was lost); 2 for a usage error.
+it was lost) or --out could not take a block's files (the block's output
+is printed first); 2 for a usage error.
 
 Flags:
 `
@@ -119,24 +120,26 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		for _, f := range res.Files {
 			files = append(files, f.Path)
 		}
-		if outRoot != nil {
-			if err := copyOut(ctx, s, outRoot, res.Files); err != nil {
-				fmt.Fprintf(stderr, "codemode exec: block %d: --out: %v\n", i+1, err)
-				return 1
-			}
-		}
+		// The block has run: its output comes first, even if --out then
+		// fails.
 		if *asJSON {
 			_ = enc.Encode(blockJSON{
 				Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
 				DurationMS: res.Duration.Milliseconds(), OutputFiles: files,
 			})
-			continue
+		} else {
+			io.WriteString(stdout, res.Stdout)
+			io.WriteString(stderr, res.Stderr)
+			if res.StdoutDropped > 0 || res.StderrDropped > 0 {
+				fmt.Fprintf(stderr, "codemode: block %d output was bounded: %d stdout and %d stderr bytes were dropped from the middle\n",
+					i+1, res.StdoutDropped, res.StderrDropped)
+			}
 		}
-		io.WriteString(stdout, res.Stdout)
-		io.WriteString(stderr, res.Stderr)
-		if res.StdoutDropped > 0 || res.StderrDropped > 0 {
-			fmt.Fprintf(stderr, "codemode: block %d output was bounded: %d stdout and %d stderr bytes were dropped from the middle\n",
-				i+1, res.StdoutDropped, res.StderrDropped)
+		if outRoot != nil {
+			if err := copyOut(ctx, s, outRoot, res.Files); err != nil {
+				fmt.Fprintf(stderr, "codemode exec: block %d: --out: %v\n", i+1, err)
+				return 1
+			}
 		}
 	}
 	if err := s.Close(); err != nil && !errors.Is(err, transport.ErrClosed) {
@@ -145,11 +148,17 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// maxStdinCode bounds the code read from standard input.
+const maxStdinCode = 16 << 20
+
 func readCode(name string, stdin io.Reader) (string, error) {
 	var data []byte
 	var err error
 	if name == "-" {
-		data, err = io.ReadAll(io.LimitReader(stdin, 16<<20))
+		data, err = io.ReadAll(io.LimitReader(stdin, maxStdinCode+1))
+		if err == nil && len(data) > maxStdinCode {
+			return "", fmt.Errorf("the code on standard input exceeds %d MiB", maxStdinCode>>20)
+		}
 	} else {
 		data, err = os.ReadFile(name)
 	}
@@ -182,9 +191,40 @@ func copyOut(ctx context.Context, s transport.Session, root *os.Root, files []tr
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		if err := root.WriteFile(rel, data, 0o644); err != nil {
+		if err := replaceFile(root, rel, data); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// replaceFile writes data to a new file next to rel and renames it over
+// rel. Writing into an existing rel instead would go through to whatever
+// shares its inode: a hard link planted in the output directory would
+// redirect the write outside it.
+func replaceFile(root *os.Root, rel string, data []byte) error {
+	var tmp string
+	var f *os.File
+	for i := 0; ; i++ {
+		tmp = filepath.Join(filepath.Dir(rel), fmt.Sprintf(".codemode-out-%d-%d.tmp", os.Getpid(), i))
+		var err error
+		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || i >= 100 {
+			return err
+		}
+	}
+	_, err := f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, rel)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+	}
+	return err
 }
