@@ -61,6 +61,12 @@ func runInit() int {
 		}
 		return fail(stepErr("wait for the host", err))
 	}
+	// The host has put us into our cgroups only now, after the clone made
+	// the cgroup namespace: a new one rooted here keeps the host's cgroup
+	// names (which carry its pid) out of the payload's /proc/self/cgroup.
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return fail(stepErr("enter a cgroup namespace rooted at the jail's cgroups", err))
+	}
 	var c initConfig
 	cf := os.NewFile(fdConfig, "config")
 	if err := readJSON(cf, &c); err != nil {

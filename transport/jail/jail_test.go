@@ -832,3 +832,19 @@ func BenchmarkBarePython(b *testing.B) {
 		}
 	}
 }
+
+// TestCgroupNamespaceHidesHostNames: the payload sees its cgroups as the
+// root of its cgroup namespace, not the host's names for them (which
+// carry the host's pid).
+func TestCgroupNamespaceHidesHostNames(t *testing.T) {
+	r := py(t, Config{}, "print(open('/proc/self/cgroup').read(), end='')").mustOK(t)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatal("empty /proc/self/cgroup")
+	}
+	for _, l := range lines {
+		if !strings.HasSuffix(l, ":/") {
+			t.Errorf("the payload sees a cgroup path: %q (all of /proc/self/cgroup: %q)", l, r.stdout)
+		}
+	}
+}
