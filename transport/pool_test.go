@@ -46,10 +46,20 @@ func (b *poolBackend) Open(ctx context.Context, cfg SessionConfig) (Session, err
 	return s, nil
 }
 
-func (b *poolBackend) session(i int) *poolSession {
+// pooled is the session that the pool started for itself: of the first
+// two opened, the one that the first Open (a miss, started directly while
+// the refill runs in the background, in either order) did not return.
+func (b *poolBackend) pooled(t *testing.T, direct Session) *poolSession {
+	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.opened[i]
+	if len(b.opened) < 2 {
+		t.Fatalf("%d sessions opened, want 2", len(b.opened))
+	}
+	if Session(b.opened[0]) == direct {
+		return b.opened[1]
+	}
+	return b.opened[0]
 }
 
 func (b *poolBackend) count() int {
@@ -123,11 +133,12 @@ func TestPoolOtherFilesStartAfresh(t *testing.T) {
 	p := &Pool{Backend: b, Size: 1}
 	defer p.Close()
 	a := map[string][]byte{"tools/a.py": []byte("a")}
-	if _, err := p.Open(t.Context(), SessionConfig{Files: a}); err != nil {
+	first, err := p.Open(t.Context(), SessionConfig{Files: a})
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, p, 1)
-	old := b.session(1)
+	old := b.pooled(t, first)
 
 	other := map[string][]byte{"tools/a.py": []byte("b")}
 	s, err := p.Open(t.Context(), SessionConfig{Files: other})
@@ -151,11 +162,12 @@ func TestPoolSkipsDeadSessions(t *testing.T) {
 	b := &poolBackend{}
 	p := &Pool{Backend: b, Size: 1}
 	defer p.Close()
-	if _, err := p.Open(t.Context(), SessionConfig{}); err != nil {
+	first, err := p.Open(t.Context(), SessionConfig{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, p, 1)
-	dead := b.session(1)
+	dead := b.pooled(t, first)
 	dead.dead = errors.New("the sandbox closed the connection")
 	s, err := p.Open(t.Context(), SessionConfig{})
 	if err != nil {
