@@ -52,7 +52,7 @@ var (
 	// tokens such as <|im_start|>, turn markers, the tags of the
 	// <code-mode> block and of tool calls and results, and the JSON keys
 	// of function calls and responses.
-	framing = regexp.MustCompile(`(?i)<\|[^|<>\n]{0,64}\|>|</?\s*(code-mode|how-to-use|tools-package|system|instructions?|start_of_turn|end_of_turn|tool[-_]?(?:output|result|response|call|code)|function[-_]?(?:response|call|result|results|calls))\b[^<>\n]{0,256}>|"(function_?response|function_?call|tool_?result|tool_?call)"\s*:`)
+	framing = regexp.MustCompile(`(?i)<\|[^|<>\n]{0,64}\|>|</?\s*(code-mode|how-to-use|tools-package|system|instructions?|start_of_turn|end_of_turn|tool[-_]?(?:output|result|response|call|code)|function[-_]?(?:response|call|result|results|calls))\b[^<>\n]{0,256}>?|"(function_?response|function_?call|tool_?result|tool_?call)"\s*:`)
 )
 
 // neutralise defuses text that imitates conversation structure, so that
@@ -65,9 +65,9 @@ func neutralise(text string) string {
 	if !mayFrame(text) {
 		return text
 	}
-	lines := strings.SplitAfter(text, "\n")
+	lines := splitLines(text)
 	for i, l := range lines {
-		body := strings.TrimRight(l, "\r\n")
+		body := l[:len(l)-terminatorLen(l)]
 		role := roleLine.MatchString(body)
 		frame := framing.MatchString(body)
 		if !role && !frame {
@@ -81,9 +81,43 @@ func neutralise(text string) string {
 				return strings.ReplaceAll(strings.ReplaceAll(m, "<", "&lt;"), ">", "&gt;")
 			})
 		}
-		lines[i] = untrustedPrefix + body + l[len(strings.TrimRight(l, "\r\n")):]
+		lines[i] = untrustedPrefix + body + l[len(l)-terminatorLen(l):]
 	}
 	return strings.Join(lines, "")
+}
+
+// lineBreaks are what may end a line for a reader of the output, a model's
+// tokenizer included: CR LF counts as one.
+const lineBreaks = "\n\r\v\f\u0085\u2028\u2029"
+
+// splitLines cuts text after each line break, keeping the breaks.
+func splitLines(text string) []string {
+	var lines []string
+	for len(text) > 0 {
+		i := strings.IndexAny(text, lineBreaks)
+		if i < 0 {
+			break
+		}
+		_, size := utf8.DecodeRuneInString(text[i:])
+		if text[i] == '\r' && strings.HasPrefix(text[i+1:], "\n") {
+			size = 2
+		}
+		lines = append(lines, text[:i+size])
+		text = text[i+size:]
+	}
+	return append(lines, text)
+}
+
+// terminatorLen is the length of the line break that ends line, if any.
+func terminatorLen(line string) int {
+	if strings.HasSuffix(line, "\r\n") {
+		return 2
+	}
+	r, size := utf8.DecodeLastRuneInString(line)
+	if size > 0 && strings.ContainsRune(lineBreaks, r) {
+		return size
+	}
+	return 0
 }
 
 // mayFrame is a quick test that lets plain output skip the regular
