@@ -17,7 +17,7 @@ import (
 
 // Cmd's methods may be called from any goroutine: Usage while another
 // goroutine is in Wait must not be a data race (go test -race).
-func TestReviewUsageConcurrentWithWait(t *testing.T) {
+func TestUsageConcurrentWithWait(t *testing.T) {
 	bin, err := Config{}.Interpreter()
 	if err != nil {
 		t.Skipf("no python: %v", err)
@@ -47,7 +47,7 @@ func TestReviewUsageConcurrentWithWait(t *testing.T) {
 // Host ids that the kernel cannot map are a configuration error, not a
 // host without namespaces: the error must not wrap ErrUnsupported (which
 // tells the user to fall back to the unsandboxed backend).
-func TestReviewBadHostIDsAreConfigErrors(t *testing.T) {
+func TestBadHostIDsAreConfigErrors(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("host ids are used only by a root caller")
 	}
@@ -76,7 +76,7 @@ func TestReviewBadHostIDsAreConfigErrors(t *testing.T) {
 // When the jail's cgroup cannot be removed at the end of a session (a
 // process outside the jail was put in it), closing the session must say
 // so instead of leaking the cgroup silently.
-func TestReviewSessionCloseReportsCgroupLeak(t *testing.T) {
+func TestSessionCloseReportsCgroupLeak(t *testing.T) {
 	s, err := (&Backend{}).Open(t.Context(), transport.SessionConfig{})
 	skipIfUnsupported(t, err)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 // Code on standard input larger than the reader's bound must be refused,
 // not silently cut and run in part.
-func TestReviewExecStdinTooLargeIsRefused(t *testing.T) {
+func TestExecStdinTooLargeIsRefused(t *testing.T) {
 	code := "x = 1\n#" + strings.Repeat("x", 16<<20) + "\nprint('end')\n"
 	rc, out, errs := runCLI(t, code, "exec", "--backend", "unsandboxed", "-")
 	if rc != 2 || strings.Contains(out, "end") || !strings.Contains(errs, "standard input") {
@@ -24,7 +24,7 @@ func TestReviewExecStdinTooLargeIsRefused(t *testing.T) {
 
 // A hard link planted in the output directory must not redirect a write
 // to the file it shares its inode with, outside the directory.
-func TestReviewExecOutPlantedHardLink(t *testing.T) {
+func TestExecOutPlantedHardLink(t *testing.T) {
 	dir := t.TempDir()
 	outDir := filepath.Join(dir, "out")
 	secret := filepath.Join(dir, "secret")
@@ -48,7 +48,7 @@ func TestReviewExecOutPlantedHardLink(t *testing.T) {
 
 // When --out cannot take a block's files, the block has still run: its
 // output must not be lost.
-func TestReviewExecOutFailureKeepsBlockOutput(t *testing.T) {
+func TestExecOutFailureKeepsBlockOutput(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		outDir := t.TempDir()
 		if err := os.Mkdir(filepath.Join(outDir, "r.txt"), 0o755); err != nil {
@@ -83,7 +83,7 @@ func (failingBackend) Open(context.Context, transport.SessionConfig) (transport.
 
 // doctor exits non-zero when the default backend cannot run here, which
 // includes a jail that starts but cannot open a session.
-func TestReviewDoctorFailsWhenJailSessionFails(t *testing.T) {
+func TestDoctorFailsWhenJailSessionFails(t *testing.T) {
 	saved := backends["jail"]
 	backends["jail"] = backendInfo{summary: saved.summary, open: func(string) transport.Backend { return failingBackend{} }}
 	defer func() { backends["jail"] = saved }()

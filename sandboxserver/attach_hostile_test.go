@@ -132,7 +132,7 @@ func within(t *testing.T, d time.Duration, what string, f func(), unstick func()
 	}
 }
 
-// Defect 3: a send the peer does not take ends within the write timeout,
+// A send the peer does not take ends within the write timeout,
 // and drops the connection.
 func TestSupConnSendDeadline(t *testing.T) {
 	setVar(t, &supWriteTimeout, 300*time.Millisecond)
@@ -156,7 +156,7 @@ func TestSupConnSendDeadline(t *testing.T) {
 	}
 }
 
-// Defect 3: paths, file lists and error messages from the supervisor are
+// Paths, file lists and error messages from the supervisor are
 // bounded.
 func TestDecodeSupMsgBounds(t *testing.T) {
 	setVar(t, &maxSupFiles, 3)
@@ -189,7 +189,7 @@ func TestDecodeSupMsgBounds(t *testing.T) {
 	}
 }
 
-// Defect 3: the host asks for no path longer than a supervisor may send
+// The host asks for no path longer than a supervisor may send
 // (it would take it for a protocol error), and keeps at most MaxFiles of
 // a files answer.
 func TestRemoteProcsBounds(t *testing.T) {
@@ -225,7 +225,7 @@ func TestRemoteProcsBounds(t *testing.T) {
 	}
 }
 
-// Defect 3: a supervisor that stops reading holds up neither the serve
+// A supervisor that stops reading holds up neither the serve
 // loop (which interrupts the worker every 100 ms while a block stops) nor
 // Close: the send times out and the session ends.
 func TestAttachSupervisorStopsReading(t *testing.T) {
@@ -258,7 +258,7 @@ func TestAttachSupervisorStopsReading(t *testing.T) {
 	}, func() { c.c.Close() })
 }
 
-// Defect 2: Close ends a session whose supervisor does not answer within
+// Close ends a session whose supervisor does not answer within
 // supCloseTimeout, rather than wait for its replies to time out.
 func TestAttachCloseBounded(t *testing.T) {
 	setVar(t, &supCloseTimeout, 500*time.Millisecond)
@@ -277,7 +277,7 @@ func TestAttachCloseBounded(t *testing.T) {
 	checkFDs(t, base)
 }
 
-// Defect 4: a supervisor that kept a copy of the worker's pipes and makes
+// A supervisor that kept a copy of the worker's pipes and makes
 // them blocking does not freeze output capture or Close: the host reads
 // through open file descriptions of its own.
 func TestAttachOwnsWorkerPipes(t *testing.T) {
@@ -318,7 +318,7 @@ func TestAttachOwnsWorkerPipes(t *testing.T) {
 	within(t, 15*time.Second, "Close", func() { s.Close() }, unstick)
 }
 
-// Defect 6: the descriptors of a reply that nobody asked for are closed.
+// The descriptors of a reply that nobody asked for are closed.
 func TestAttachDropsUnsolicitedReply(t *testing.T) {
 	base := fdBaseline(t)
 	s, w, c := attachFake(t, nil, nil)
@@ -342,7 +342,7 @@ func TestAttachDropsUnsolicitedReply(t *testing.T) {
 	checkFDs(t, base)
 }
 
-// Defect 9: errors about the first worker, which comes unasked, name the
+// Errors about the first worker, which comes unasked, name the
 // reply that was due rather than an empty request.
 func TestAttachFirstSpawnErrors(t *testing.T) {
 	err := attachHostile(t, func(t *testing.T, c *supConn) {
