@@ -439,14 +439,15 @@ func (p *remoteProcs) read(rel string, max int64) ([]byte, error) {
 	return r.m.Data, nil
 }
 
+// errNotPipe is ownPipe's error for a descriptor that is not a pipe.
+var errNotPipe = errors.New("not a pipe")
+
 // ownPipe returns a file of this process's own for the pipe fd (received
 // from the supervisor, which may keep a copy), and closes fd. The copy
 // shares its open file description, whose flags the supervisor could
 // change at any time, making reads block again; the file returned is the
 // pipe opened anew through /proc, with a description of its own, in
 // nonblocking mode for the runtime poller. write tells which end.
-var errNotPipe = errors.New("not a pipe")
-
 func ownPipe(fd int, write bool) (*os.File, error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
