@@ -28,6 +28,11 @@ const (
 	maxProse = 4000
 	// maxListed caps the values listed for enum= and similar.
 	maxListed = 20
+	// maxFieldVisits caps the schema positions the nested field listing of
+	// one tool visits. Union branches, prefixItems slots and items that hold
+	// no properties add no lines, so maxLines alone does not bound the walk
+	// over a wide, deep union.
+	maxFieldVisits = 20000
 )
 
 // typeParts returns the parts of n's Python type, to be joined with " | ".
@@ -189,6 +194,12 @@ func literalValues(n schema.Node) ([]string, bool) {
 			return nil, false
 		}
 		r, _ := repr(v)
+		if strings.HasPrefix(strings.TrimPrefix(r, "-"), "0x") {
+			// An integer too long for a decimal literal: compiling the
+			// annotation turns it back into decimal text, which Python
+			// refuses, so the values go to the enum= suffix instead.
+			return nil, false
+		}
 		if !seen[r] {
 			seen[r] = true
 			out = append(out, r)
@@ -238,6 +249,8 @@ var suffixReads = map[string]bool{
 // line budget, which bounds the work on self-referencing schemas.
 type describer struct {
 	budget int
+	// visits counts the calls of fields, against maxFieldVisits.
+	visits int
 	types  map[schema.NodeID]nodeType
 }
 
@@ -506,9 +519,10 @@ func restLines(s string) []string {
 // fields appends the nested field lines of n at indent. extraRequired holds
 // the parent's required names, which apply to union branches too.
 func (d *describer) fields(out []string, n schema.Node, indent, depth int, extraRequired []string) []string {
-	if depth >= maxNesting || n.Truncated() {
+	if depth >= maxNesting || n.Truncated() || d.visits >= maxFieldVisits {
 		return out
 	}
+	d.visits++
 	pad := spaces(indent)
 	// required is sorted and free of duplicates.
 	required := append(n.Strings("required"), extraRequired...)

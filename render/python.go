@@ -169,6 +169,10 @@ func str(v any) string {
 	return s
 }
 
+// maxPyIntDigits is the longest decimal integer literal Python accepts by
+// default (sys.get_int_max_str_digits()); longer ones are a SyntaxError.
+const maxPyIntDigits = 4300
+
 // numberRepr renders a JSON number as Python would print it: integers
 // exactly, floats in repr's shortest form. As an expression, infinities
 // become float('inf'); in text (expr false) integral floats lose ".0".
@@ -179,10 +183,26 @@ func numberRepr(n json.Number, expr bool) string {
 			return strconv.FormatInt(i, 10)
 		}
 		if b, ok := new(big.Int).SetString(s, 10); ok {
-			return b.String()
+			text := b.String()
+			if expr && len(strings.TrimPrefix(text, "-")) > maxPyIntDigits {
+				// Python refuses decimal literals this long; a hexadecimal
+				// one is exact and has no limit.
+				if b.Sign() < 0 {
+					return "-0x" + new(big.Int).Neg(b).Text(16)
+				}
+				return "0x" + b.Text(16)
+			}
+			return text
 		}
 	}
 	f, err := strconv.ParseFloat(s, 64)
+	if math.IsNaN(f) {
+		// Only a json.Number handed over in a Go value can say NaN.
+		if expr {
+			return "float('nan')"
+		}
+		return "nan"
+	}
 	if err != nil && !math.IsInf(f, 0) {
 		return "0"
 	}
@@ -353,8 +373,11 @@ func writeDocText(sb *strings.Builder, s string, raw bool) {
 			}
 		case r == '\n' || r == '\t':
 			sb.WriteRune(r)
-		case r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 || r == 0x85:
+		case r < 0x20 || r == 0x7f || r == 0x85:
 			fmt.Fprintf(sb, `\x%02x`, r)
+		case r == 0x2028 || r == 0x2029:
+			// \x takes two hex digits: "\x2028" would read as " 28".
+			fmt.Fprintf(sb, `\u%04x`, r)
 		default:
 			sb.WriteRune(r)
 		}
