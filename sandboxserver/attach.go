@@ -15,11 +15,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/adk-codemode/codemode/internal/clip"
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
-// Attach runs a session in this process whose worker lives with a
-// supervisor ([Supervise]) at the other end of sup, typically inside a
+// attach runs a session in this process whose worker lives with a
+// supervisor ([supervise]) at the other end of sup, typically inside a
 // sandbox on the same machine. The worker's pipes are passed to this
 // process, so blocks, their output and tool calls travel between the host
 // and the worker with no process in between; the supervisor is asked only
@@ -27,8 +29,8 @@ import (
 // cfg must be the supervisor's config (its limits on output and files
 // apply here). The returned client owns sup; opts.OnClose runs after the
 // supervisor's processes are gone.
-func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts transport.ClientOptions) (*transport.Client, error) {
-	fail := func(err error) (*transport.Client, error) {
+func attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts wire.ClientOptions) (*wire.Client, error) {
+	fail := func(err error) (*wire.Client, error) {
 		if opts.OnClose != nil {
 			err = errors.Join(err, opts.OnClose())
 		}
@@ -44,11 +46,11 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 	}
 	p := newRemoteProcs(c)
 	p.maxFiles = cfg.MaxFiles
-	hostConn, serverConn := transport.NewConnPipe()
+	hostConn, serverConn := wire.NewConnPipe()
 	// Tool calls run right here, on the goroutine that read them from the
 	// worker, rather than cross the pipe to the client as frames.
 	callsCtx, cancelCalls := context.WithCancel(context.Background())
-	calls := transport.NewCalls(callsCtx, scfg)
+	calls := wire.NewCalls(callsCtx, scfg)
 	served := make(chan error, 1)
 	go func() {
 		err := serve(context.Background(), serverConn, &cfg, p, calls)
@@ -73,7 +75,7 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 	}
 	// Until the worker is ready, ctx bounds the wait for the supervisor too.
 	stop := context.AfterFunc(ctx, func() { p.c.c.Close() })
-	client, err := transport.NewClient(ctx, hostConn, scfg, opts)
+	client, err := wire.NewClient(ctx, hostConn, scfg, opts)
 	if !stop() && err == nil {
 		// ctx ended just as the worker became ready, and the supervisor
 		// is gone with it.
@@ -403,7 +405,7 @@ func (p *remoteProcs) setWatch(r supReply) {
 
 // changed asks the supervisor for the changed files, unless it is watching
 // with inotify and no event is queued: then nothing changed.
-func (p *remoteProcs) changed() []transport.FileInfo {
+func (p *remoteProcs) changed() []wire.FileInfo {
 	if p.watching && p.inotify >= 0 {
 		fds := []unix.PollFd{{Fd: int32(p.inotify), Events: unix.POLLIN}}
 		if n, err := unix.Poll(fds, 0); err == nil && n == 0 {
@@ -424,7 +426,7 @@ func (p *remoteProcs) changed() []transport.FileInfo {
 func (p *remoteProcs) read(rel string, max int64) ([]byte, error) {
 	if len(rel) > maxSupPath {
 		// The supervisor would take it for a protocol error.
-		return nil, fmt.Errorf("invalid path %q: longer than %d bytes", truncate(rel, 200), maxSupPath)
+		return nil, fmt.Errorf("invalid path %q: longer than %d bytes", clip.String(rel, 200), maxSupPath)
 	}
 	r, err := p.request(supMsg{Op: "read", Path: rel, Max: max}, "file", supReplyTimeout)
 	if err != nil {

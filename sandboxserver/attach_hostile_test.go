@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // setVar sets *v for the test and restores it after.
@@ -27,15 +28,15 @@ func setVar[T any](t *testing.T, v *T, val T) {
 // worker's frames and output. The fake supervisor keeps its copies of the
 // ends it passed (sent), as a hostile one could.
 type fakeWorker struct {
-	conn           *transport.Conn // run frames in, the worker's frames out
-	stdout, stderr *os.File        // write ends
-	sent           []*os.File      // in (write end), ctl, stdout, stderr (read ends)
+	conn           *wire.Conn // run frames in, the worker's frames out
+	stdout, stderr *os.File   // write ends
+	sent           []*os.File // in (write end), ctl, stdout, stderr (read ends)
 }
 
 func newFakeWorker(t *testing.T) *fakeWorker {
 	rs, ws := pipes(t, 4)
 	return &fakeWorker{
-		conn:   transport.NewConn(rs[0], ws[1], multiCloser{rs[0], ws[1]}, transport.MaxFrameSize),
+		conn:   wire.NewConn(rs[0], ws[1], multiCloser{rs[0], ws[1]}, wire.MaxFrameSize),
 		stdout: ws[2], stderr: ws[3],
 		sent: []*os.File{ws[0], rs[1], rs[2], rs[3]},
 	}
@@ -47,10 +48,10 @@ const fakePid = 999999999
 // pipes of a fakeWorker. handle sees each message the host sends and
 // returns true when it dealt with it; the rest get a plain answer. prep,
 // if set, runs on the host's end of the socket before Attach.
-func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, m supMsg) bool) (*transport.Client, *fakeWorker, *supConn) {
+func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, m supMsg) bool) (*wire.Client, *fakeWorker, *supConn) {
 	t.Helper()
 	needPython(t)
-	hostEnd, sandboxEnd, err := SocketPair()
+	hostEnd, sandboxEnd, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, 
 	if err := c.send(supMsg{Op: "spawned", Pid: fakePid}, w.sent...); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.conn.Write(&transport.ReadyFrame{ProtocolVersion: transport.ProtocolVersion}); err != nil {
+	if err := w.conn.Write(&wire.ReadyFrame{ProtocolVersion: wire.ProtocolVersion}); err != nil {
 		t.Fatal(err)
 	}
 	served := make(chan struct{})
@@ -104,7 +105,7 @@ func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, 
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := Attach(ctx, hostEnd, Config{Python: testPython, Workdir: t.TempDir()}, transport.SessionConfig{}, transport.ClientOptions{})
+	s, err := attach(ctx, hostEnd, Config{Python: testPython, Workdir: t.TempDir()}, transport.SessionConfig{}, wire.ClientOptions{})
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}
@@ -211,7 +212,7 @@ func TestRemoteProcsBounds(t *testing.T) {
 				return
 			}
 			if m.Op == "changed" {
-				_ = sup.send(supMsg{Op: "files", Files: []transport.FileInfo{{Path: "a", Size: 1}, {Path: "b", Size: 2}, {Path: "c", Size: 3}}})
+				_ = sup.send(supMsg{Op: "files", Files: []wire.FileInfo{{Path: "a", Size: 1}, {Path: "b", Size: 2}, {Path: "c", Size: 3}}})
 			} else {
 				t.Errorf("the host sent %s", m.Op)
 			}
@@ -295,14 +296,14 @@ func TestAttachOwnsWorkerPipes(t *testing.T) {
 	}
 	go func() {
 		f, err := w.conn.Read()
-		run, ok := f.(*transport.RunFrame)
+		run, ok := f.(*wire.RunFrame)
 		if err != nil || !ok {
 			t.Errorf("the worker read %v, %v", f, err)
 			return
 		}
 		_, _ = w.stdout.WriteString("hi\n")
 		time.Sleep(100 * time.Millisecond) // the capture reads it, then finds the pipe empty
-		_ = w.conn.Write(&transport.DoneFrame{ID: run.ID})
+		_ = w.conn.Write(&wire.DoneFrame{ID: run.ID})
 	}()
 	var r *transport.Result
 	var err error

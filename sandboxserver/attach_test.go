@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // supervisorProc is a real supervisor: this test binary re-executed under
@@ -37,7 +38,7 @@ type supervisorProc struct {
 // test.
 func startSupervisor(t *testing.T, cfg Config) (*os.File, *supervisorProc) {
 	t.Helper()
-	args, err := SupervisorArgs(cfg)
+	args, err := supervisorArgs(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func startSupervisor(t *testing.T, cfg Config) (*os.File, *supervisorProc) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostEnd, sandboxEnd, err := SocketPair()
+	hostEnd, sandboxEnd, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +100,14 @@ func (sp *supervisorProc) wait() error {
 }
 
 // attachSession starts a supervisor and attaches a session to it.
-func attachSession(t *testing.T, tools transport.ToolHandler) (*transport.Client, *supervisorProc, Config) {
+func attachSession(t *testing.T, tools transport.ToolHandler) (*wire.Client, *supervisorProc, Config) {
 	t.Helper()
 	needPython(t)
 	cfg := Config{Python: testPython, Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
 	hostEnd, sp := startSupervisor(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{Tools: tools}, transport.ClientOptions{OnClose: sp.wait})
+	s, err := attach(ctx, hostEnd, cfg, transport.SessionConfig{Tools: tools}, wire.ClientOptions{OnClose: sp.wait})
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}
@@ -114,7 +115,7 @@ func attachSession(t *testing.T, tools transport.ToolHandler) (*transport.Client
 	return s, sp, cfg
 }
 
-func run(t *testing.T, s *transport.Client, b transport.Block) *transport.Result {
+func run(t *testing.T, s *wire.Client, b transport.Block) *transport.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -125,7 +126,7 @@ func run(t *testing.T, s *transport.Client, b transport.Block) *transport.Result
 	return r
 }
 
-func runCode(t *testing.T, s *transport.Client, code string) *transport.Result {
+func runCode(t *testing.T, s *wire.Client, code string) *transport.Result {
 	t.Helper()
 	return run(t, s, transport.Block{Code: code})
 }
@@ -288,7 +289,7 @@ func TestAttachFiles(t *testing.T) {
 	t.Logf("host watches the workspace with inotify: %v", watching)
 
 	r := runCode(t, s, "open('a.txt', 'w').write('hello')\nimport os\nos.makedirs('d/e')\nopen('d/e/b.bin', 'wb').write(bytes(range(256)) * 40)\n")
-	want := []transport.FileInfo{{Path: "a.txt", Size: 5}, {Path: "d/e/b.bin", Size: 10240}}
+	want := []transport.File{{Path: "a.txt", Size: 5}, {Path: "d/e/b.bin", Size: 10240}}
 	if r.ExitCode != 0 || !slices.Equal(r.Files, want) {
 		t.Errorf("files of the writing block: %+v, want %v", r, want)
 	}
@@ -353,7 +354,7 @@ threading.Thread(target=later, daemon=True).start()
 	}
 	waitForFile(t, filepath.Join(sig, "done"))
 	r = runCode(t, s, "pass")
-	want = []transport.FileInfo{{Path: "a.txt", Size: 5}, {Path: "late.txt", Size: 5}, {Path: "new/dir/deep.txt", Size: 4}}
+	want = []transport.File{{Path: "a.txt", Size: 5}, {Path: "late.txt", Size: 5}, {Path: "new/dir/deep.txt", Size: 4}}
 	if !slices.Equal(r.Files, want) {
 		t.Errorf("the block after the background writes lists %v, want %v", r.Files, want)
 	}
@@ -539,7 +540,7 @@ func attachHostile(t *testing.T, behave func(t *testing.T, c *supConn)) error {
 	t.Helper()
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	hostEnd, sandboxEnd, err := SocketPair()
+	hostEnd, sandboxEnd, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,14 +565,14 @@ func attachHostile(t *testing.T, behave func(t *testing.T, c *supConn)) error {
 		}
 	}()
 	type result struct {
-		s   *transport.Client
+		s   *wire.Client
 		err error
 	}
 	done := make(chan result, 1)
 	closed := make(chan struct{})
 	go func() {
 		cfg := Config{Python: testPython, Workdir: t.TempDir()}
-		s, err := Attach(context.Background(), hostEnd, cfg, transport.SessionConfig{}, transport.ClientOptions{
+		s, err := attach(context.Background(), hostEnd, cfg, transport.SessionConfig{}, wire.ClientOptions{
 			OnClose: func() error { close(closed); return nil },
 		})
 		done <- result{s, err}
@@ -623,7 +624,7 @@ func TestAttachRejectsNonPipes(t *testing.T) {
 			return f
 		}},
 		{"socket", 3, func(t *testing.T) *os.File {
-			a, b, err := SocketPair()
+			a, b, err := socketPair()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -710,7 +711,7 @@ func TestAttachRejectsBadAnswers(t *testing.T) {
 func TestAttachSupervisorNeverAnswers(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	hostEnd, sandboxEnd, err := SocketPair()
+	hostEnd, sandboxEnd, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -720,7 +721,7 @@ func TestAttachSupervisorNeverAnswers(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		cfg := Config{Python: testPython, Workdir: t.TempDir()}
-		s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{}, transport.ClientOptions{})
+		s, err := attach(ctx, hostEnd, cfg, transport.SessionConfig{}, wire.ClientOptions{})
 		if s != nil {
 			s.Close()
 			err = errors.New("Attach succeeded")
@@ -749,7 +750,7 @@ func TestAttachSupervisorNeverAnswers(t *testing.T) {
 // files it returns are closed after sending).
 func tamperRelay(t *testing.T, supEnd *os.File, tamper func(m supMsg, files []*os.File) (supMsg, []*os.File)) (hostEnd *os.File) {
 	t.Helper()
-	hostEnd, relayEnd, err := SocketPair()
+	hostEnd, relayEnd, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -807,14 +808,14 @@ func tamperRelay(t *testing.T, supEnd *os.File, tamper func(m supMsg, files []*o
 }
 
 // attachTampered runs a real supervisor behind a tamperRelay.
-func attachTampered(t *testing.T, cfg Config, tamper func(m supMsg, files []*os.File) (supMsg, []*os.File)) (*transport.Client, *supervisorProc) {
+func attachTampered(t *testing.T, cfg Config, tamper func(m supMsg, files []*os.File) (supMsg, []*os.File)) (*wire.Client, *supervisorProc) {
 	t.Helper()
 	needPython(t)
 	supEnd, sp := startSupervisor(t, cfg)
 	hostEnd := tamperRelay(t, supEnd, tamper)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{}, transport.ClientOptions{OnClose: sp.wait})
+	s, err := attach(ctx, hostEnd, cfg, transport.SessionConfig{}, wire.ClientOptions{OnClose: sp.wait})
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}

@@ -10,19 +10,20 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 func BenchmarkServePrint(b *testing.B) {
-	host, sb, err := SocketPair()
+	host, sb, err := socketPair()
 	if err != nil {
 		b.Fatal(err)
 	}
 	ws := b.TempDir()
 	go func() {
-		_ = Serve(context.Background(), transport.NewConn(sb, sb, sb, 0), Config{Python: "/usr/bin/python3", Workdir: ws, Env: os.Environ()})
+		_ = Serve(context.Background(), wire.NewConn(sb, sb, sb, 0), Config{Python: "/usr/bin/python3", Workdir: ws, Env: os.Environ()})
 		sb.Close()
 	}()
-	s, err := transport.NewClient(context.Background(), transport.NewConn(host, host, host, 0), transport.SessionConfig{}, transport.ClientOptions{})
+	s, err := wire.NewClient(context.Background(), wire.NewConn(host, host, host, 0), transport.SessionConfig{}, wire.ClientOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 const testPython = "/usr/bin/python3"
@@ -91,7 +92,7 @@ func TestServeWithProbe(t *testing.T) {
 	}
 	var stderrs []string
 	for _, probed := range []bool{true, false} {
-		host, sb, err := SocketPair()
+		host, sb, err := socketPair()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,8 +101,8 @@ func TestServeWithProbe(t *testing.T) {
 			p.Apply(&cfg)
 		}
 		done := make(chan error, 1)
-		go func() { done <- Serve(context.Background(), transport.NewConn(sb, sb, sb, 0), cfg); sb.Close() }()
-		s, err := transport.NewClient(t.Context(), transport.NewConn(host, host, host, 0), transport.SessionConfig{}, transport.ClientOptions{})
+		go func() { done <- Serve(context.Background(), wire.NewConn(sb, sb, sb, 0), cfg); sb.Close() }()
+		s, err := wire.NewClient(t.Context(), wire.NewConn(host, host, host, 0), transport.SessionConfig{}, wire.ClientOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 )
 
 // SupervisorStage is the argv[0] under which a program that imports this
-// package runs the supervisor ([Supervise]) instead of its own main: argv[1]
+// package runs the supervisor ([supervise]) instead of its own main: argv[1]
 // is the JSON encoding of a [Config] and fd 3 the host's socket.
 const SupervisorStage = "codemode-supervisor"
 
@@ -82,19 +82,12 @@ func (c *Config) setDefaults() error {
 // then fits in one frame.
 const maxOutputBytes = 4 << 20
 
-// SupervisorArgs returns the argv that starts the supervisor with cfg in a
+// supervisorArgs returns the argv that starts the supervisor with cfg in a
 // re-executed binary: argv[0] is [SupervisorStage].
-func SupervisorArgs(cfg Config) ([]string, error) {
+func supervisorArgs(cfg Config) ([]string, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return []string{SupervisorStage, string(b)}, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

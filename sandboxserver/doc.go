@@ -2,7 +2,7 @@
 // protocol (package transport) to the host and owns the session's
 // persistent Python worker. It runs either inside the sandbox ([Serve]),
 // or in the host's process with the worker in the sandbox under a
-// supervisor ([Attach] and [Supervise]).
+// supervisor ([attach] and [supervise]).
 //
 // # The worker
 //
@@ -56,10 +56,10 @@
 // A sandbox on another machine runs [Serve]: cmd/codemode-sandbox serves
 // it on standard input and output for containers.
 //
-// A sandbox on the same machine runs [Supervise] instead, and the host runs
-// the server with [Attach]. Backends start the supervisor by re-executing
+// A sandbox on the same machine runs [supervise] instead, and the host runs
+// the server with [attach]. Backends start the supervisor by re-executing
 // their own binary under the argv[0] [SupervisorStage] (see
-// [SupervisorArgs]; this package's init function takes over in that
+// [supervisorArgs]; this package's init function takes over in that
 // process); the jail runs it in its init process with [RunSupervisor]. The supervisor starts, signals and kills the worker, reaps
 // and tracks what runs in the sandbox, and passes the worker's pipes to
 // the host over a Unix socket, so that blocks and tool calls travel

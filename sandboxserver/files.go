@@ -20,7 +20,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // tracker finds the regular files that a block created or changed in the
@@ -102,14 +103,14 @@ func (t *tracker) baseline() {
 // changed returns the files that are new or changed since the last call,
 // sorted by path. Symlinks, devices, FIFOs, sockets and files with more
 // than one hard link are never listed.
-func (t *tracker) changed() []transport.FileInfo {
+func (t *tracker) changed() []wire.FileInfo {
 	t.drain()
-	var out []transport.FileInfo
+	var out []wire.FileInfo
 	if t.in < 0 || t.rescan {
 		now := t.walk()
 		for p, st := range now {
 			if old, ok := t.state[p]; !ok || old != st {
-				out = append(out, transport.FileInfo{Path: p, Size: st.size})
+				out = append(out, wire.FileInfo{Path: p, Size: st.size})
 			}
 		}
 		t.state = now
@@ -121,7 +122,7 @@ func (t *tracker) changed() []transport.FileInfo {
 				continue
 			}
 			if old, seen := t.state[p]; !seen || old != st {
-				out = append(out, transport.FileInfo{Path: p, Size: st.size})
+				out = append(out, wire.FileInfo{Path: p, Size: st.size})
 			}
 			t.state[p] = st
 		}
@@ -130,7 +131,7 @@ func (t *tracker) changed() []transport.FileInfo {
 	// What the host would refuse is not listed: a path longer than a
 	// message may carry, and entries past max (the first max by name
 	// stay).
-	out = slices.DeleteFunc(out, func(f transport.FileInfo) bool { return len(f.Path) > maxSupPath })
+	out = slices.DeleteFunc(out, func(f wire.FileInfo) bool { return len(f.Path) > maxSupPath })
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	if len(out) > t.max {
 		out = out[:t.max]
@@ -364,7 +365,7 @@ func (t *tracker) walk() map[string]fileStamp {
 // file must be a regular file with one link and at most max bytes.
 func (t *tracker) read(rel string, max int64) ([]byte, error) {
 	if rel == "" || strings.HasPrefix(rel, "/") || path.Clean(rel) != rel || rel == "." || strings.HasPrefix(rel, "../") || rel == ".." || strings.ContainsRune(rel, 0) {
-		return nil, fmt.Errorf("invalid path %q: give a clean path relative to the workspace", truncate(rel, 200))
+		return nil, fmt.Errorf("invalid path %q: give a clean path relative to the workspace", clip.String(rel, 200))
 	}
 	dir, err := unix.Open(t.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

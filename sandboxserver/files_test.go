@@ -12,10 +12,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
-func paths(files []transport.FileInfo) []string {
+func paths(files []wire.FileInfo) []string {
 	out := []string{}
 	for _, f := range files {
 		out = append(out, f.Path)

@@ -9,16 +9,17 @@ import (
 	"os"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // errNotLinux is what the server answers on other systems.
 var errNotLinux = errors.New("sandboxserver: the sandbox server runs on Linux only; on this system, use a sandbox on a Linux machine")
 
 // Serve fails: the sandbox server needs Linux.
-func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error { return errNotLinux }
+func Serve(ctx context.Context, conn *wire.Conn, cfg Config) error { return errNotLinux }
 
-// Supervise fails: the supervisor needs Linux.
-func Supervise(ctx context.Context, sock *os.File, cfg Config) error { return errNotLinux }
+// supervise fails: the supervisor needs Linux.
+func supervise(ctx context.Context, sock *os.File, cfg Config) error { return errNotLinux }
 
 // RunSupervisor fails: the supervisor needs Linux.
 func RunSupervisor(argv []string) int {
@@ -26,10 +27,7 @@ func RunSupervisor(argv []string) int {
 	return 1
 }
 
-// Attach fails: the supervisor needs Linux.
-func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts transport.ClientOptions) (*transport.Client, error) {
+// Launch fails: local sessions need Linux.
+func Launch(ctx context.Context, starter Starter, cfg Config, scfg transport.SessionConfig) (*wire.Client, error) {
 	return nil, errNotLinux
 }
-
-// SocketPair fails: the sandbox server needs Linux.
-func SocketPair() (host, sandbox *os.File, err error) { return nil, nil, errNotLinux }

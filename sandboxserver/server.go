@@ -11,7 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 const (
@@ -22,13 +23,13 @@ const (
 
 type server struct {
 	cfg   Config
-	host  *transport.Conn
+	host  *wire.Conn
 	procs procs
 	w     *worker
 	files fileTracker
 	// calls, if set, runs tool calls in this process (a host that runs the
 	// server itself); otherwise they are relayed to the host.
-	calls *transport.Calls
+	calls *wire.Calls
 	// mu guards the relay state, which the frame readers use directly so
 	// that a tool call and its result never wait for the main loop.
 	mu sync.Mutex
@@ -59,7 +60,7 @@ type block struct {
 //
 // The server assumes that it owns every child of its process: it reaps
 // them all and, to end the session, kills them all.
-func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error {
+func Serve(ctx context.Context, conn *wire.Conn, cfg Config) error {
 	if err := cfg.setDefaults(); err != nil {
 		return err
 	}
@@ -70,18 +71,18 @@ func Serve(ctx context.Context, conn *transport.Conn, cfg Config) error {
 
 // serve runs a session with the worker's processes in p. With calls, the
 // worker's tool calls run here instead of going to the host as frames.
-func serve(ctx context.Context, conn *transport.Conn, cfg *Config, p procs, calls *transport.Calls) error {
+func serve(ctx context.Context, conn *wire.Conn, cfg *Config, p procs, calls *wire.Calls) error {
 	s := &server{cfg: *cfg, host: conn, procs: p, files: p.files(), calls: calls, pending: make(map[string]*worker)}
 	w, err := s.startWorker()
 	if err != nil {
-		_ = conn.Write(&transport.ErrorFrame{Message: err.Error()})
+		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
 		return err
 	}
 	s.w = w
 	defer func() { s.killWorker(s.w) }()
 	s.files.baseline()
-	if err := conn.Write(&transport.ReadyFrame{
-		ProtocolVersion: transport.ProtocolVersion,
+	if err := conn.Write(&wire.ReadyFrame{
+		ProtocolVersion: wire.ProtocolVersion,
 		PythonVersion:   w.ready.PythonVersion,
 		Packages:        w.ready.Packages,
 	}); err != nil {
@@ -94,7 +95,7 @@ func serve(ctx context.Context, conn *transport.Conn, cfg *Config, p procs, call
 	go func() {
 		for {
 			f, err := conn.Read()
-			if r, ok := f.(*transport.ToolResultFrame); ok && err == nil {
+			if r, ok := f.(*wire.ToolResultFrame); ok && err == nil {
 				s.relayResult(r)
 				continue
 			}
@@ -151,26 +152,26 @@ func serve(ctx context.Context, conn *transport.Conn, cfg *Config, p procs, call
 	}
 }
 
-func (s *server) onHostFrame(f transport.Frame) (stop bool, err error) {
+func (s *server) onHostFrame(f wire.Frame) (stop bool, err error) {
 	switch f := f.(type) {
-	case *transport.RunFrame:
+	case *wire.RunFrame:
 		if s.cur != nil {
 			return true, s.fail("the host sent a run frame while block %s was running", s.cur.id)
 		}
 		return false, s.startBlock(f)
-	case *transport.InterruptFrame:
+	case *wire.InterruptFrame:
 		if s.cur != nil && !s.cur.stopping {
 			s.beginStop(f.Message)
 		}
 		return false, nil
-	case *transport.GetFileFrame:
+	case *wire.GetFileFrame:
 		data, ferr := s.files.read(f.Path, s.cfg.MaxFileBytes)
-		out := &transport.FileFrame{ID: f.ID, Path: f.Path, Data: data}
+		out := &wire.FileFrame{ID: f.ID, Path: f.Path, Data: data}
 		if ferr != nil {
 			out.Data, out.Error = nil, ferr.Error()
 		}
 		return false, s.host.Write(out)
-	case *transport.ShutdownFrame:
+	case *wire.ShutdownFrame:
 		return true, nil
 	default:
 		return true, s.fail("the host sent a %s frame, which only a sandbox sends", f.Kind())
@@ -179,7 +180,7 @@ func (s *server) onHostFrame(f transport.Frame) (stop bool, err error) {
 
 func (s *server) fail(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	_ = s.host.Write(&transport.ErrorFrame{Message: msg})
+	_ = s.host.Write(&wire.ErrorFrame{Message: msg})
 	return errors.New("sandboxserver: " + msg)
 }
 
@@ -191,7 +192,7 @@ type workerRun struct {
 	TimeoutMS int64  `json:"timeout_ms,omitempty"`
 }
 
-func (s *server) startBlock(f *transport.RunFrame) error {
+func (s *server) startBlock(f *wire.RunFrame) error {
 	limit := f.MaxOutputBytes
 	if limit <= 0 {
 		limit = s.cfg.MaxOutputBytes
@@ -201,16 +202,16 @@ func (s *server) startBlock(f *transport.RunFrame) error {
 	if b.grace <= 0 {
 		b.grace = defaultGrace
 	}
-	line, err := json.Marshal(workerRun{Kind: transport.KindRun, ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS})
+	line, err := json.Marshal(workerRun{Kind: wire.KindRun, ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS})
 	if err != nil {
 		return err
 	}
-	if len(line) >= transport.MaxFrameSize {
+	if len(line) >= wire.MaxFrameSize {
 		// The worker would not take it: the block fails without running.
 		return s.host.WriteBatch(
-			&transport.DoneFrame{ID: f.ID, ExitCode: 1},
-			&transport.OutputFrame{ID: f.ID, Stderr: fmt.Sprintf(
-				"codemode: the code is %d bytes, more than the %d a block may have; it did not run.\n", len(f.Code), transport.MaxFrameSize-1024)})
+			&wire.DoneFrame{ID: f.ID, ExitCode: 1},
+			&wire.OutputFrame{ID: f.ID, Stderr: fmt.Sprintf(
+				"codemode: the code is %d bytes, more than the %d a block may have; it did not run.\n", len(f.Code), wire.MaxFrameSize-1024)})
 	}
 	s.w.stdout.setLimit(limit)
 	s.w.stderr.setLimit(limit)
@@ -247,34 +248,34 @@ func (s *server) beginStop(message string) {
 // relayCall passes a tool call from the worker w to the host, or returns
 // the function that runs it here. It runs on w's frame reader. The
 // result goes to w, whichever worker is current by then.
-func (s *server) relayCall(w *worker, f *transport.ToolCallFrame) (run func()) {
+func (s *server) relayCall(w *worker, f *wire.ToolCallFrame) (run func()) {
 	s.mu.Lock()
-	var refuse *transport.ErrorInfo
+	var refuse *wire.ErrorInfo
 	switch {
 	case w.discarded:
 		// The worker is being killed: nobody waits for an answer.
 		s.mu.Unlock()
 		return nil
 	case !w.readySeen.Load():
-		refuse = &transport.ErrorInfo{Type: "ProtocolError", Message: "a tool call before the worker's ready frame; it was not run"}
+		refuse = &wire.ErrorInfo{Type: "ProtocolError", Message: "a tool call before the worker's ready frame; it was not run"}
 	case len(s.pending) >= maxPending:
-		refuse = &transport.ErrorInfo{Type: "ToolError", Message: "too many tool calls in flight"}
+		refuse = &wire.ErrorInfo{Type: "ToolError", Message: "too many tool calls in flight"}
 	case s.stopping:
-		refuse = &transport.ErrorInfo{Type: "TimeoutError", Message: "the code is being stopped; no new tool calls"}
+		refuse = &wire.ErrorInfo{Type: "TimeoutError", Message: "the code is being stopped; no new tool calls"}
 	case s.pending[f.ID] != nil:
-		refuse = &transport.ErrorInfo{Type: "ProtocolError", Message: "duplicate tool call id"}
+		refuse = &wire.ErrorInfo{Type: "ProtocolError", Message: "duplicate tool call id"}
 	default:
 		s.pending[f.ID] = w
 		if s.calls != nil {
 			// Admitted under mu, so that a reset that takes the pending
 			// calls finds this one running and can cancel it. Start
 			// neither blocks nor replies on this goroutine.
-			run = s.calls.Start(f, func(r *transport.ToolResultFrame) error { return s.deliver(w, r) })
+			run = s.calls.Start(f, func(r *wire.ToolResultFrame) error { return s.deliver(w, r) })
 		}
 	}
 	s.mu.Unlock()
 	if refuse != nil {
-		_ = w.write(&transport.ToolResultFrame{ID: f.ID, Error: refuse})
+		_ = w.write(&wire.ToolResultFrame{ID: f.ID, Error: refuse})
 		return nil
 	}
 	if s.calls == nil {
@@ -286,7 +287,7 @@ func (s *server) relayCall(w *worker, f *transport.ToolCallFrame) (run func()) {
 // relayResult passes a tool result from the host to the worker that made
 // the call, unless the call was cancelled meanwhile. It runs on the host's
 // frame reader.
-func (s *server) relayResult(f *transport.ToolResultFrame) {
+func (s *server) relayResult(f *wire.ToolResultFrame) {
 	s.mu.Lock()
 	w := s.pending[f.ID]
 	s.mu.Unlock()
@@ -299,7 +300,7 @@ func (s *server) relayResult(f *transport.ToolResultFrame) {
 // the call was cancelled meanwhile. The call stays pending if the result
 // could not be queued, so that a result saying why can follow. It never
 // waits for the worker.
-func (s *server) deliver(w *worker, f *transport.ToolResultFrame) error {
+func (s *server) deliver(w *worker, f *wire.ToolResultFrame) error {
 	s.mu.Lock()
 	ok := s.pending[f.ID] == w
 	s.mu.Unlock()
@@ -333,7 +334,7 @@ func (s *server) cancelCalls(p map[string]*worker, reason string) {
 		if s.calls != nil {
 			s.calls.Cancel(id)
 		} else {
-			_ = s.host.Write(&transport.CancelFrame{ID: id, Reason: reason})
+			_ = s.host.Write(&wire.CancelFrame{ID: id, Reason: reason})
 		}
 	}
 }
@@ -345,7 +346,7 @@ func (s *server) cancelPending() {
 	s.cancelCalls(p, "the code was stopped")
 	for id, w := range p {
 		// Queued, never waited for; a broken worker shows up on its own.
-		_ = w.write(&transport.ToolResultFrame{ID: id, Error: &transport.ErrorInfo{
+		_ = w.write(&wire.ToolResultFrame{ID: id, Error: &wire.ErrorInfo{
 			Type: "TimeoutError", Message: "the tool call was cancelled because the code was stopped",
 		}})
 	}
@@ -375,7 +376,7 @@ func (s *server) reset(note string, exitCode int) error {
 	stderr, errDropped := old.stderr.take()
 	w, err := s.startWorker()
 	if err != nil {
-		_ = s.host.Write(&transport.ErrorFrame{Message: err.Error()})
+		_ = s.host.Write(&wire.ErrorFrame{Message: err.Error()})
 		return err
 	}
 	s.mu.Lock()
@@ -390,8 +391,8 @@ func (s *server) reset(note string, exitCode int) error {
 	stderr = appendNote(stderr, note)
 	files := s.files.changed()
 	return s.host.WriteBatch(
-		&transport.DoneFrame{ID: b.id, ExitCode: exitCode, Reset: true},
-		&transport.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
+		&wire.DoneFrame{ID: b.id, ExitCode: exitCode, Reset: true},
+		&wire.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
 }
 
 func (s *server) stopTimers() {
@@ -410,7 +411,7 @@ func (s *server) onWorkerExit() error {
 	st := s.w.status
 	note := fmt.Sprintf("codemode: the Python process ended (%s), so a new one was started; variables from earlier blocks are gone.", describeStatus(st))
 	if s.cur == nil {
-		_ = s.host.Write(&transport.LogFrame{Level: "warning", Msg: note})
+		_ = s.host.Write(&wire.LogFrame{Level: "warning", Msg: note})
 	}
 	return s.reset(note, exitCodeOf(st))
 }
@@ -424,9 +425,9 @@ func (s *server) onWorkerBroken(err error) error {
 		return s.onWorkerExit()
 	case <-time.After(time.Second):
 	}
-	note := "codemode: the Python process was restarted because " + truncate(err.Error(), 200) + "; it and everything it started were killed, and variables from earlier blocks are gone."
+	note := "codemode: the Python process was restarted because " + clip.String(err.Error(), 200) + "; it and everything it started were killed, and variables from earlier blocks are gone."
 	if s.cur == nil {
-		_ = s.host.Write(&transport.LogFrame{Level: "warning", Msg: note})
+		_ = s.host.Write(&wire.LogFrame{Level: "warning", Msg: note})
 	}
 	return s.reset(note, 1)
 }
@@ -441,13 +442,13 @@ func (s *server) onWorkerFrame(wf workerFrame) error {
 		}
 		// The control pipe broke or carried garbage: the worker cannot be
 		// trusted to go on.
-		note := "codemode: the Python process broke its control channel (" + truncate(wf.err.Error(), 200) + "), so a new one was started; variables from earlier blocks are gone."
+		note := "codemode: the Python process broke its control channel (" + clip.String(wf.err.Error(), 200) + "), so a new one was started; variables from earlier blocks are gone."
 		return s.reset(note, 1)
 	}
 	switch f := wf.f.(type) {
-	case *transport.LogFrame:
+	case *wire.LogFrame:
 		return s.host.Write(f)
-	case *transport.DoneFrame:
+	case *wire.DoneFrame:
 		if s.cur == nil || f.ID != s.cur.id {
 			return s.reset("codemode: the Python process reported the end of a block that was not running; it was restarted.", 1)
 		}
@@ -457,7 +458,7 @@ func (s *server) onWorkerFrame(wf workerFrame) error {
 	}
 }
 
-func (s *server) finish(d *transport.DoneFrame) error {
+func (s *server) finish(d *wire.DoneFrame) error {
 	b := s.cur
 	s.stopTimers()
 	s.cur = nil
@@ -475,8 +476,8 @@ func (s *server) finish(d *transport.DoneFrame) error {
 	}
 	// Calls still pending belong to background threads; they stay open.
 	files := s.files.changed()
-	done := &transport.DoneFrame{ID: b.id, ExitCode: d.ExitCode, Stopped: b.stopping, Background: d.Background}
-	return s.host.WriteBatch(done, &transport.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
+	done := &wire.DoneFrame{ID: b.id, ExitCode: d.ExitCode, Stopped: b.stopping, Background: d.Background}
+	return s.host.WriteBatch(done, &wire.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
 }
 
 func appendNote(s, note string) string {

@@ -19,9 +19,9 @@ func init() {
 	}
 }
 
-// SocketPair returns the two ends of a stream socket for the host
+// socketPair returns the two ends of a stream socket for the host
 // connection: host for the host, sandbox to pass to the supervisor as fd 3.
-func SocketPair() (host, sandbox *os.File, err error) {
+func socketPair() (host, sandbox *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("socketpair: %w", err)

@@ -14,7 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // The supervisor protocol: JSON lines over a Unix stream socket between a
@@ -28,16 +29,16 @@ import (
 //	                   baseline when watching: the inotify descriptor),
 //	                   file, error
 type supMsg struct {
-	Op       string               `json:"op"`
-	FDs      int                  `json:"fds,omitempty"`
-	Pid      int                  `json:"pid,omitempty"`
-	Status   int                  `json:"status,omitempty"` // wait status
-	Path     string               `json:"path,omitempty"`
-	Max      int64                `json:"max,omitempty"`
-	Files    []transport.FileInfo `json:"files,omitempty"`
-	Watching bool                 `json:"watching,omitempty"`
-	Data     []byte               `json:"data,omitempty"`
-	Error    string               `json:"error,omitempty"`
+	Op       string          `json:"op"`
+	FDs      int             `json:"fds,omitempty"`
+	Pid      int             `json:"pid,omitempty"`
+	Status   int             `json:"status,omitempty"` // wait status
+	Path     string          `json:"path,omitempty"`
+	Max      int64           `json:"max,omitempty"`
+	Files    []wire.FileInfo `json:"files,omitempty"`
+	Watching bool            `json:"watching,omitempty"`
+	Data     []byte          `json:"data,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // Operations each side may send, with the descriptors each may carry.
@@ -47,7 +48,7 @@ var (
 )
 
 const (
-	maxSupLine   = transport.MaxFrameSize
+	maxSupLine   = wire.MaxFrameSize
 	maxQueuedFDs = 16
 	// maxSupPath bounds a path in a message: PATH_MAX. The supervisor
 	// lists no longer one (it could not open it), and the host refuses to
@@ -74,7 +75,7 @@ type supWire struct {
 	Files supFiles `json:"files,omitempty"`
 }
 
-type supFiles []transport.FileInfo
+type supFiles []wire.FileInfo
 
 func (f *supFiles) UnmarshalJSON(b []byte) error {
 	if string(bytes.TrimSpace(b)) == "null" {
@@ -90,7 +91,7 @@ func (f *supFiles) UnmarshalJSON(b []byte) error {
 		if len(out) >= maxSupFiles {
 			return fmt.Errorf("more than %d files", maxSupFiles)
 		}
-		var fi transport.FileInfo
+		var fi wire.FileInfo
 		if err := dec.Decode(&fi); err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func decodeSupMsg(line []byte, ops map[string]int) (supMsg, error) {
 	maxFDs, ok := ops[m.Op]
 	switch {
 	case !ok:
-		return m, fmt.Errorf("%w: unexpected operation %q", errSupProtocol, truncate(m.Op, 40))
+		return m, fmt.Errorf("%w: unexpected operation %q", errSupProtocol, clip.String(m.Op, 40))
 	case m.FDs < 0 || m.FDs > maxFDs || m.Op == "spawned" && m.FDs != maxFDs:
 		return m, fmt.Errorf("%w: %s with %d descriptors", errSupProtocol, m.Op, m.FDs)
 	case m.Pid < 0 || m.Max < 0:

@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 type supDecodeCase struct {
@@ -52,7 +52,7 @@ var supDecodeCases = []supDecodeCase{
 	{"killed", "sup", `{"op":"killed"}`, &supMsg{Op: "killed"}},
 	{"files with inotify", "sup", `{"op":"files","fds":1,"watching":true}`, &supMsg{Op: "files", FDs: 1, Watching: true}},
 	{"files listed", "sup", `{"op":"files","files":[{"path":"a.txt","size":3},{"path":"d/e","size":0}],"watching":true}`,
-		&supMsg{Op: "files", Files: []transport.FileInfo{{Path: "a.txt", Size: 3}, {Path: "d/e", Size: 0}}, Watching: true}},
+		&supMsg{Op: "files", Files: []wire.FileInfo{{Path: "a.txt", Size: 3}, {Path: "d/e", Size: 0}}, Watching: true}},
 	{"files none", "sup", `{"op":"files"}`, &supMsg{Op: "files"}},
 	{"file", "sup", `{"op":"file","path":"a.txt","data":"aGVsbG8="}`, &supMsg{Op: "file", Path: "a.txt", Data: []byte("hello")}},
 	{"file error", "sup", `{"op":"file","path":"a.txt","error":"no such file"}`, &supMsg{Op: "file", Path: "a.txt", Error: "no such file"}},
@@ -219,7 +219,7 @@ func openFDs(t testing.TB) fdSet {
 // runtime's poller (which holds descriptors of its own) is up.
 func fdBaseline(t testing.TB) fdSet {
 	t.Helper()
-	a, b, err := SocketPair()
+	a, b, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func checkFDs(t testing.TB, base fdSet) {
 // ops allow and b what a's allow.
 func supPair(t testing.TB, aOps, bOps map[string]int) (a, b *supConn) {
 	t.Helper()
-	fa, fb, err := SocketPair()
+	fa, fb, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func supPair(t testing.TB, aOps, bOps map[string]int) (a, b *supConn) {
 // test writes bytes and descriptors as a hostile peer would.
 func rawPair(t testing.TB, ops map[string]int) (*supConn, *net.UnixConn) {
 	t.Helper()
-	fa, fb, err := SocketPair()
+	fa, fb, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,9 +500,9 @@ func TestSupConnLargeMessage(t *testing.T) {
 	}
 
 	// And the other way, with a long list of files.
-	files := make([]transport.FileInfo, 20_000)
+	files := make([]wire.FileInfo, 20_000)
 	for i := range files {
-		files[i] = transport.FileInfo{Path: strings.Repeat("x", 40) + string(rune('a'+i%26)), Size: int64(i)}
+		files[i] = wire.FileInfo{Path: strings.Repeat("x", 40) + string(rune('a'+i%26)), Size: int64(i)}
 	}
 	go func() { sent <- host.send(supMsg{Op: "read", Path: path, Max: 1 << 40}) }()
 	m, fds, err = sup.recv()

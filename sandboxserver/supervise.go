@@ -38,15 +38,15 @@ func RunSupervisor(argv []string) int {
 	sock := os.NewFile(controlFD, "supervisor")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	if err := Supervise(ctx, sock, cfg); err != nil {
+	if err := supervise(ctx, sock, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", SupervisorStage, err)
 		return 1
 	}
 	return 0
 }
 
-// Supervise runs the worker's processes for a host that runs the session
-// itself ([Attach]): on the host's request over sock it starts a worker and
+// supervise runs the worker's processes for a host that runs the session
+// itself ([attach]): on the host's request over sock it starts a worker and
 // passes the host the worker's pipes, signals it, kills it with everything
 // it started, and finds and reads the workspace files a block changed. It
 // reports each worker's exit. The first worker starts without being asked.
@@ -54,7 +54,7 @@ func RunSupervisor(argv []string) int {
 // process it started.
 //
 // Like [Serve], it assumes that it owns every child of its process.
-func Supervise(ctx context.Context, sock *os.File, cfg Config) error {
+func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 	if err := cfg.setDefaults(); err != nil {
 		return err
 	}

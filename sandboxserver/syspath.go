@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/clip"
 )
 
 // Probe is what a backend learns about an interpreter once, outside any
@@ -72,7 +74,7 @@ func ProbeInterpreter(ctx context.Context, python string) (*Probe, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("sandboxserver: probe %s: %w: %s", python, err, truncate(stderr.String(), 400))
+		return nil, fmt.Errorf("sandboxserver: probe %s: %w: %s", python, err, clip.String(stderr.String(), 400))
 	}
 	var r struct {
 		SysPath []string `json:"sys_path"`
@@ -80,7 +82,7 @@ func ProbeInterpreter(ctx context.Context, python string) (*Probe, error) {
 		Code    []byte   `json:"code"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil || len(r.SysPath) == 0 || r.Version == "" || len(r.Code) == 0 {
-		return nil, fmt.Errorf("sandboxserver: probe %s: unexpected output %q", python, truncate(string(out), 200))
+		return nil, fmt.Errorf("sandboxserver: probe %s: unexpected output %q", python, clip.String(string(out), 200))
 	}
 	p := &Probe{SysPath: r.SysPath, Version: r.Version, Code: r.Code}
 	probes.Store(key, p)

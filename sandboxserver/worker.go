@@ -20,13 +20,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // worker is one running Python process and its pipes.
 type worker struct {
 	pid      int
-	ctl      *transport.Conn // frames from the runner; closing it closes both pipes
-	in       *os.File        // frames to the runner (its fd 3), written only by writeLoop
+	ctl      *wire.Conn // frames from the runner; closing it closes both pipes
+	in       *os.File   // frames to the runner (its fd 3), written only by writeLoop
 	stdout   *capture
 	stderr   *capture
 	streams  []*os.File    // the read ends the captures read
@@ -35,7 +36,7 @@ type worker struct {
 	frames   chan workerFrame
 	quit     chan struct{} // closed when the worker is discarded
 	killOnce sync.Once
-	ready    *transport.ReadyFrame
+	ready    *wire.ReadyFrame
 	readyErr error
 	// readySeen: the frame reader has read the ready frame. Tool calls
 	// before it are refused.
@@ -59,7 +60,7 @@ type worker struct {
 }
 
 type workerFrame struct {
-	f   transport.Frame
+	f   wire.Frame
 	err error
 }
 
@@ -93,7 +94,7 @@ type workerPipes struct {
 // fileTracker finds the files a block changed and reads them.
 type fileTracker interface {
 	baseline()
-	changed() []transport.FileInfo
+	changed() []wire.FileInfo
 	read(rel string, max int64) ([]byte, error)
 }
 
@@ -107,7 +108,7 @@ func (s *server) startWorker() (*worker, error) {
 	w.quit = make(chan struct{})
 	w.stdout = newCapture(p.stdout, s.cfg.MaxOutputBytes)
 	w.stderr = newCapture(p.stderr, s.cfg.MaxOutputBytes)
-	w.ctl = transport.NewConn(p.ctl, p.in, multiCloser{p.ctl, p.in}, transport.MaxFrameSize)
+	w.ctl = wire.NewConn(p.ctl, p.in, multiCloser{p.ctl, p.in}, wire.MaxFrameSize)
 	w.in = p.in
 	if fl, err := unix.FcntlInt(p.in.Fd(), unix.F_GETFL, 0); err == nil && fl&unix.O_NONBLOCK != 0 {
 		w.inRaw, _ = p.in.SyscallConn()
@@ -123,7 +124,7 @@ func (s *server) startWorker() (*worker, error) {
 	case wf := <-w.frames:
 		if wf.err != nil {
 			err = wf.err
-		} else if r, ok := wf.f.(*transport.ReadyFrame); ok {
+		} else if r, ok := wf.f.(*wire.ReadyFrame); ok {
 			w.ready = r
 			return w, nil
 		} else {
@@ -312,7 +313,7 @@ func writeRunner(w *os.File, version string, code []byte) {
 
 // maxQueued bounds the bytes queued for a worker that does not read them
 // as fast as they come. A worker past it is broken, and reset.
-var maxQueued = 4 * transport.MaxFrameSize // a variable for tests
+var maxQueued = 4 * wire.MaxFrameSize // a variable for tests
 
 // errWorkerGone is what writing to a worker that was discarded, or whose
 // control pipe broke, returns.
@@ -321,13 +322,13 @@ var errWorkerGone = fmt.Errorf("sandboxserver: the Python worker is gone: %w", t
 // write queues the frame f for the runner. It fails at once if f cannot be
 // encoded or is too large, or if the worker is gone; it never waits for
 // the worker.
-func (w *worker) write(f transport.Frame) error {
-	line, err := transport.Encode(f)
+func (w *worker) write(f wire.Frame) error {
+	line, err := wire.Encode(f)
 	if err != nil {
 		return err
 	}
-	if len(line) > transport.MaxFrameSize+1 {
-		return fmt.Errorf("%w: outgoing %s frame of %d bytes", transport.ErrFrameTooLarge, f.Kind(), len(line))
+	if len(line) > wire.MaxFrameSize+1 {
+		return fmt.Errorf("%w: outgoing %s frame of %d bytes", wire.ErrFrameTooLarge, f.Kind(), len(line))
 	}
 	return w.send(line)
 }
@@ -420,15 +421,15 @@ func (w *worker) writeLoop() {
 // readFrames reads the worker's frames. Tool calls go straight to relay,
 // and run here if relay returns a function; everything else goes to the
 // main loop.
-func (w *worker) readFrames(relay func(*worker, *transport.ToolCallFrame) func()) {
+func (w *worker) readFrames(relay func(*worker, *wire.ToolCallFrame) func()) {
 	for {
 		f, err := w.ctl.Read()
-		if _, ok := f.(*transport.ReadyFrame); ok && err == nil {
+		if _, ok := f.(*wire.ReadyFrame); ok && err == nil {
 			w.readySeen.Store(true)
 		}
-		if c, ok := f.(*transport.ToolCallFrame); ok && err == nil {
+		if c, ok := f.(*wire.ToolCallFrame); ok && err == nil {
 			if run := relay(w, c); run != nil {
-				if !transport.RunInline(run, func() { w.readFrames(relay) }) {
+				if !wire.RunInline(run, func() { w.readFrames(relay) }) {
 					return
 				}
 			}

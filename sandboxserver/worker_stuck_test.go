@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // The regression tests of this file run each scenario twice: with the
@@ -26,24 +27,24 @@ var sessionModes = []string{"attach", "serve"}
 
 // openSession opens a session in mode with cfg and scfg. Closing it, which
 // the test's cleanup does too, must not take long.
-func openSession(t *testing.T, mode string, cfg Config, scfg transport.SessionConfig) *transport.Client {
+func openSession(t *testing.T, mode string, cfg Config, scfg transport.SessionConfig) *wire.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var s *transport.Client
+	var s *wire.Client
 	var err error
 	switch mode {
 	case "attach":
 		hostEnd, sp := startSupervisor(t, cfg)
-		s, err = Attach(ctx, hostEnd, cfg, scfg, transport.ClientOptions{OnClose: sp.wait})
+		s, err = attach(ctx, hostEnd, cfg, scfg, wire.ClientOptions{OnClose: sp.wait})
 	case "serve":
-		host, sb, perr := SocketPair()
+		host, sb, perr := socketPair()
 		if perr != nil {
 			t.Fatal(perr)
 		}
 		served := make(chan error, 1)
 		go func() {
-			served <- Serve(context.Background(), transport.NewConn(sb, sb, sb, 0), cfg)
+			served <- Serve(context.Background(), wire.NewConn(sb, sb, sb, 0), cfg)
 			sb.Close()
 		}()
 		wait := func() error {
@@ -54,7 +55,7 @@ func openSession(t *testing.T, mode string, cfg Config, scfg transport.SessionCo
 				return errors.New("Serve did not return after the session closed")
 			}
 		}
-		s, err = transport.NewClient(ctx, transport.NewConn(host, host, host, 0), scfg, transport.ClientOptions{OnClose: wait})
+		s, err = wire.NewClient(ctx, wire.NewConn(host, host, host, 0), scfg, wire.ClientOptions{OnClose: wait})
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}
@@ -66,7 +67,7 @@ func openSession(t *testing.T, mode string, cfg Config, scfg transport.SessionCo
 }
 
 // closeWithin closes s and fails the test if that takes longer than d.
-func closeWithin(t *testing.T, s *transport.Client, d time.Duration) {
+func closeWithin(t *testing.T, s *wire.Client, d time.Duration) {
 	t.Helper()
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()

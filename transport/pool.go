@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/clip"
 )
 
 // Pool is a [Backend] that keeps sessions of another backend started ahead
@@ -55,7 +57,7 @@ func (l *lateTools) CallTool(ctx context.Context, call ToolCall) ToolResult {
 	if h := l.h.Load(); h != nil && *h != nil {
 		return (*h).CallTool(ctx, call)
 	}
-	return Errorf("ToolNotFound", "no tool named %q: this session has no tools", truncate(call.Name, 200))
+	return Errorf("ToolNotFound", "no tool named %q: this session has no tools", clip.String(call.Name, 200))
 }
 
 // Name is the pooled backend's name.

@@ -87,8 +87,14 @@ type Result struct {
 	Background bool
 	// Files lists the regular files the block created or changed in the
 	// workspace.
-	Files    []FileInfo
+	Files    []File
 	Duration time.Duration
+}
+
+// File names a regular file in the sandbox's workspace.
+type File struct {
+	Path string // slash-separated, relative to the workspace
+	Size int64
 }
 
 // ToolHandler runs the tool calls that sandbox code makes.
@@ -118,10 +124,27 @@ type ToolCall struct {
 // error that the sandbox raises as a Python exception.
 type ToolResult struct {
 	Value any
-	Err   *ErrorInfo
+	Err   *ToolError
 }
+
+// ToolError is a failed tool call as the sandbox sees it: the code gets a
+// Python exception of class Type with Message.
+type ToolError struct {
+	// Type names the Python exception class, for example "ToolError",
+	// "ValidationError" or "HTTPStatusError".
+	Type    string
+	Message string
+	// Trace is an optional traceback for the exception's notes.
+	Trace string
+	// StatusCode and Body describe a failed HTTP request, for
+	// HTTPStatusError; zero and nil otherwise.
+	StatusCode int
+	Body       any
+}
+
+func (e *ToolError) Error() string { return e.Type + ": " + e.Message }
 
 // Errorf returns a failed [ToolResult] with the given Python-facing type.
 func Errorf(typ, format string, args ...any) ToolResult {
-	return ToolResult{Err: &ErrorInfo{Type: typ, Message: fmt.Sprintf(format, args...)}}
+	return ToolResult{Err: &ToolError{Type: typ, Message: fmt.Sprintf(format, args...)}}
 }

@@ -21,10 +21,10 @@ import (
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 
+	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/backend/unsandboxed"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/jail"
-	"github.com/adk-codemode/codemode/transport/unsandboxed"
 )
 
 const task = "Which of Paris, Oslo and Lisbon is warmest right now? Give the temperatures in both Celsius and Fahrenheit."

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/sandboxserver"
-	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 func main() {
@@ -45,7 +45,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 		MaxOutputBytes: *maxOutput,
 		StartTimeout:   60 * time.Second,
 	}
-	conn := transport.NewConn(stdin, stdout, nil, transport.MaxFrameSize)
+	conn := wire.NewConn(stdin, stdout, nil, wire.MaxFrameSize)
 	if err := sandboxserver.Serve(ctx, conn, cfg); err != nil {
 		fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)
 		return 1

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // TestServesOverStdio builds the command and drives it the way a container
@@ -28,12 +29,12 @@ func TestServesOverStdio(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	conn := transport.NewConn(out, in, in, 0)
-	s, err := transport.NewClient(t.Context(), conn, transport.SessionConfig{
+	conn := wire.NewConn(out, in, in, 0)
+	s, err := wire.NewClient(t.Context(), conn, transport.SessionConfig{
 		Tools: transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
 			return transport.ToolResult{Value: "pong"}
 		}),
-	}, transport.ClientOptions{})
+	}, wire.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

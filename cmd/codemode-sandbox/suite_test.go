@@ -12,6 +12,7 @@ import (
 
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // stdioBackend starts the codemode-sandbox command per session and talks
@@ -70,7 +71,7 @@ func (b *stdioBackend) Open(ctx context.Context, cfg transport.SessionConfig) (t
 		})
 		return nil
 	}
-	s, err := transport.NewClient(ctx, transport.NewConn(out, in, in, 0), cfg, transport.ClientOptions{OnClose: stop})
+	s, err := wire.NewClient(ctx, wire.NewConn(out, in, in, 0), cfg, wire.ClientOptions{OnClose: stop})
 	if err != nil {
 		return nil, fmt.Errorf("stdio: %w", err)
 	}

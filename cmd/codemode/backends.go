@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/backend/unsandboxed"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/jail"
-	"github.com/adk-codemode/codemode/transport/unsandboxed"
 )
 
 // backendInfo describes a backend the CLI can use.

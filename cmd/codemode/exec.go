@@ -171,7 +171,7 @@ func readCode(name string, stdin io.Reader) (string, error) {
 // copyOut writes the listed workspace files under root. root confines every
 // path (a symlink planted in the output directory cannot redirect a write),
 // and the sandbox side only ever sends regular files.
-func copyOut(ctx context.Context, s transport.Session, root *os.Root, files []transport.FileInfo) error {
+func copyOut(ctx context.Context, s transport.Session, root *os.Root, files []transport.File) error {
 	for _, f := range files {
 		rel := filepath.FromSlash(f.Path)
 		if !filepath.IsLocal(rel) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/jail"
 )
 
 // BenchmarkJailColdStartInADKProgram is BenchmarkSessionColdStart of

@@ -7,8 +7,8 @@ import (
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/plugin"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/render"
-	"github.com/adk-codemode/codemode/transport/jail"
 )
 
 // PluginName is the name the plugin registers under.

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/adk/agent"
-
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -153,99 +151,21 @@ func (c *callControl) finish(exec *execCall, running *atomic.Int64) {
 const maxAbandonedCalls = 64
 
 // callTool runs one tool call from code the way ADK's flow runs a direct
-// one: the runner's plugins' before-tool callbacks, then the agent's (the
-// first non-nil result or error skips the tool); the tool; on an error the
-// plugins' then the agent's on-error callbacks; then the plugins' then the
-// agent's after-tool callbacks. Arguments are validated first.
+// one: arguments validated, then the tool through its callbacks ([chain]),
+// then what code cannot honour refused, then the result shaped for Python.
 func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, args map[string]any, ctl *callControl) transport.ToolResult {
-	if args == nil {
-		args = map[string]any{}
-	}
-	if st.validator != nil {
-		if err := st.validator.Validate(args); err != nil {
-			return transport.ToolResult{Err: &transport.ErrorInfo{Type: "ValidationError", Message: err.Error()}}
-		}
-	}
-	var naming resultNaming
-	if st.popName || st.popDesc {
-		args = maps.Clone(args)
-		if st.popName {
-			naming.name, _ = args[paramArtifactName].(string)
-			delete(args, paramArtifactName)
-		}
-		if st.popDesc {
-			naming.description, _ = args[paramArtifactDescription].(string)
-			delete(args, paramArtifactDescription)
-		}
-	}
-	var plugins toolCallbacks
-	if pm := pluginManager(exec.parent); pm != nil {
-		plugins = pm
-	} else if e.requirePlugins {
-		return errorResult(&CallbackError{Tool: st.name, Err: errNoPluginManager})
-	}
-	ic, ok := invocation(exec.parent)
-	if !ok {
-		return errorResult(&CallbackError{Tool: st.name, Err: errors.New("the invocation is not reachable from the tool context")})
-	}
-	cbs, err := agentToolCallbacks(ic.Agent())
+	args, naming, err := st.prepareArgs(args)
 	if err != nil {
-		return errorResult(&CallbackError{Tool: st.name, Err: err})
+		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}
 	}
-
+	c, err := e.chainFor(exec, st.name)
+	if err != nil {
+		return errorResult(err)
+	}
 	tc := newCallContext(ctx, exec, exec.nextID(), ctl)
-	t := st.tool
-	var result map[string]any
-	if plugins != nil {
-		result, err = plugins.RunBeforeToolCallback(tc, t, args)
-	}
-	for _, cb := range cbs.before {
-		if result != nil || err != nil {
-			break
-		}
-		result, err = cb(tc, t, args)
-	}
-	if result == nil && err == nil {
-		result, err = runTool(tc, st, args)
-	}
-	if err != nil {
-		var alt map[string]any
-		var altErr error
-		if plugins != nil {
-			alt, altErr = plugins.RunOnToolErrorCallback(tc, t, args, err)
-		}
-		for _, cb := range cbs.onError {
-			if alt != nil || altErr != nil {
-				break
-			}
-			alt, altErr = cb(tc, t, args, err)
-		}
-		if alt != nil || altErr != nil {
-			result, err = alt, altErr
-		}
-	}
-	{
-		var alt map[string]any
-		var altErr error
-		if plugins != nil {
-			alt, altErr = plugins.RunAfterToolCallback(tc, t, args, result, err)
-		}
-		for _, cb := range cbs.after {
-			if alt != nil || altErr != nil {
-				break
-			}
-			alt, altErr = cb(tc, t, args, result, err)
-		}
-		if alt != nil || altErr != nil {
-			result, err = alt, altErr
-		}
-	}
-
-	if unsupported := unsupportedActions(tc); len(unsupported) > 0 {
-		return errorResult(&UnsupportedToolActionError{Tool: st.name, Actions: unsupported})
-	}
-	if err == nil && t.IsLongRunning() && len(result) == 0 {
-		return errorResult(&UnsupportedToolActionError{Tool: st.name, Actions: []string{"a long-running operation without an immediate result"}})
+	result, err := c.run(tc, st, args)
+	if refused := refusal(tc, st, result, err); refused != nil {
+		return errorResult(refused)
 	}
 	if !tc.merge() {
 		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.name)
@@ -253,6 +173,52 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	if err != nil {
 		return errorResult(err)
 	}
+	return transport.ToolResult{Value: e.resultValue(ctx, exec, st, tc.id, naming, result)}
+}
+
+// prepareArgs validates a call's arguments and takes out the ones that
+// name its saved result.
+func (st *surfaceTool) prepareArgs(args map[string]any) (map[string]any, resultNaming, error) {
+	var naming resultNaming
+	if args == nil {
+		args = map[string]any{}
+	}
+	if st.validator != nil {
+		if err := st.validator.Validate(args); err != nil {
+			return nil, naming, err
+		}
+	}
+	if !st.popName && !st.popDesc {
+		return args, naming, nil
+	}
+	args = maps.Clone(args)
+	if st.popName {
+		naming.name, _ = args[paramArtifactName].(string)
+		delete(args, paramArtifactName)
+	}
+	if st.popDesc {
+		naming.description, _ = args[paramArtifactDescription].(string)
+		delete(args, paramArtifactDescription)
+	}
+	return args, naming, nil
+}
+
+// refusal is the error for a call that asked for what code cannot
+// honour, or nil.
+func refusal(tc *callContext, st *surfaceTool, result map[string]any, err error) error {
+	if unsupported := unsupportedActions(tc); len(unsupported) > 0 {
+		return &UnsupportedToolActionError{Tool: st.name, Actions: unsupported}
+	}
+	if err == nil && st.tool.IsLongRunning() && len(result) == 0 {
+		return &UnsupportedToolActionError{Tool: st.name, Actions: []string{"a long-running operation without an immediate result"}}
+	}
+	return nil
+}
+
+// resultValue is a tool's result as the code gets it: a built-in tool's
+// lone "result" unwrapped, made JSON-safe, and saved as an artifact when
+// the tool's results are.
+func (e *engine) resultValue(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming resultNaming, result map[string]any) any {
 	var value any = result
 	if st.builtin {
 		if v, ok := result["result"]; ok && len(result) == 1 {
@@ -261,19 +227,9 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	}
 	value = jsonSafe(value)
 	if st.saveResult {
-		value = e.saveToolResult(ctx, exec, st, tc.id, naming, value)
+		value = e.saveToolResult(ctx, exec, st, callID, naming, value)
 	}
-	return transport.ToolResult{Value: value}
-}
-
-// runTool runs the tool, turning a panic into an error.
-func runTool(tc agent.ToolContext, st *surfaceTool, args map[string]any) (result map[string]any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("tool %q panicked: %v", st.name, r)
-		}
-	}()
-	return st.tool.Run(tc, args)
+	return value
 }
 
 // unsupportedActions lists what the call's actions ask for that code
@@ -298,7 +254,7 @@ func unsupportedActions(tc *callContext) []string {
 // errorResult turns err into the failure the sandbox raises: its type is
 // the most specific named Go error type in err's chain, else ToolError.
 func errorResult(err error) transport.ToolResult {
-	return transport.ToolResult{Err: &transport.ErrorInfo{Type: errorType(err), Message: err.Error()}}
+	return transport.ToolResult{Err: &transport.ToolError{Type: errorType(err), Message: err.Error()}}
 }
 
 // errorType names err for Python: the type name of the first error in its

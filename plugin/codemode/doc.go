@@ -84,7 +84,7 @@
 // state is gone), it may or may not have run, or it ran but its output was
 // lost. The last two are never retried. A sandbox that speaks another protocol
 // version ends the turn and execute_code returns a
-// [*transport.VersionError].
+// [*wire.VersionError].
 //
 // # Tools called from code
 //

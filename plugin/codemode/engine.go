@@ -4,15 +4,12 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/model"
-
-	"github.com/adk-codemode/codemode/transport"
 )
 
 // ErrClosed is returned by execute_code once the plugin is closed.
@@ -33,35 +30,6 @@ type engine struct {
 	closed     bool
 	reaperStop chan struct{}
 	reaperDone chan struct{}
-}
-
-// turn is the state of one invocation: its tool surface and its sandbox.
-type turn struct {
-	id string
-
-	exec sync.Mutex // serialises the invocation's execute_code calls
-
-	abandoned atomic.Int64 // tool calls still running after their timeout
-
-	mu       sync.Mutex // guards the fields below
-	surf     *surface
-	sess     transport.Session
-	running  *execCall
-	inUse    int
-	lastUsed time.Time
-	released bool
-}
-
-func (t *turn) current() *execCall {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.running
-}
-
-func (t *turn) surface() *surface {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.surf
 }
 
 // turnFor returns the turn of an invocation, creating it.
@@ -223,20 +191,6 @@ func (e *engine) release(invocation string) {
 	}
 }
 
-// release closes the turn's sandbox, now or when the call in flight ends.
-func (t *turn) release() {
-	t.mu.Lock()
-	t.released = true
-	var s transport.Session
-	if t.inUse == 0 {
-		s, t.sess = t.sess, nil
-	}
-	t.mu.Unlock()
-	if s != nil {
-		_ = s.Close()
-	}
-}
-
 // close is Hooks.Close.
 func (e *engine) close() error {
 	e.mu.Lock()
@@ -258,15 +212,7 @@ func (e *engine) close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.mu.Lock()
-			t.released = true
-			s := t.sess
-			t.sess = nil
-			t.mu.Unlock()
-			if s != nil {
-				// Closing unblocks a running Exec.
-				_ = s.Close()
-			}
+			t.shutdown()
 		}()
 	}
 	wg.Wait()

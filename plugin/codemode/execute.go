@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"mime"
 	"path"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/adk/tool"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // execTool is the execute_code tool.
@@ -46,122 +46,141 @@ const (
 // Run runs the code in the invocation's sandbox, opening it on the first
 // call of the turn. Calls of one invocation run one at a time.
 func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
-	m, _ := args.(map[string]any)
-	code, ok := m["code"].(string)
-	if !ok {
-		return nil, fmt.Errorf("execute_code: the code argument must be a string, got %T", m["code"])
+	code, err := codeArg(args)
+	if err != nil {
+		return nil, err
 	}
 	e := t.e
-	if limit := e.cfg.MaxCodeChars; limit > 0 && len(code) > limit {
-		if n := utf8.RuneCountInString(code); n > limit {
-			return result("", fmt.Sprintf("Code exceeds maximum allowed length (%s > %s chars).", thousands(n), thousands(limit)), nil), nil
-		}
+	if msg := e.tooLong(code); msg != "" {
+		return result("", msg, nil), nil
 	}
 	tn, err := e.acquire(ctx.InvocationID())
 	if err != nil {
 		return nil, err
 	}
 	exec := &execCall{parent: ctx, id: ctx.FunctionCallID()}
-	defer func() {
-		exec.mu.Lock()
-		exec.closed = true
-		exec.mu.Unlock()
-		tn.mu.Lock()
-		if tn.running == exec {
-			tn.running = nil
-		}
-		tn.inUse--
-		tn.lastUsed = time.Now()
-		var s transport.Session
-		if tn.released && tn.inUse == 0 {
-			s, tn.sess = tn.sess, nil
-		}
-		tn.mu.Unlock()
-		if s != nil {
-			_ = s.Close()
-		}
-	}()
+	tn.begin(exec)
+	defer tn.end(exec)
+	// First on every way out (tool calls may have saved artifacts before
+	// a lost connection): no save is accepted once the delta is taken, so
+	// the hook sees what the event records.
+	defer e.reportArtifacts(ctx, exec)
 	// The surface is resolved on the turn the call runs on: a turn looked
 	// up again could be another one, created after this one was released.
 	if _, err := e.surfaceOf(ctx, tn); err != nil {
 		return nil, err
 	}
-	tn.exec.Lock()
-	defer tn.exec.Unlock()
-	tn.mu.Lock()
-	tn.running = exec
-	tn.mu.Unlock()
-	// Runs first, on every way out (tool calls may have saved artifacts
-	// before a lost connection): no save is accepted after the delta is
-	// taken, so the hook sees what the event records.
-	defer func() {
-		exec.mu.Lock()
-		exec.closed = true
-		delta := maps.Clone(exec.delta)
-		exec.mu.Unlock()
-		if len(delta) > 0 && e.cfg.OnArtifactsSaved != nil {
-			e.cfg.OnArtifactsSaved(ctx, delta)
-		}
-	}()
-
-	block := transport.Block{Code: code, Timeout: e.cfg.Timeout}
-	var res *transport.Result
-	var sess transport.Session
-	lostState := false // a sandbox that earlier calls used was lost
-	for attempt := 1; ; attempt++ {
-		var err error
-		var fresh bool
-		sess, fresh, err = e.session(ctx, tn)
-		if err != nil {
-			if errors.Is(err, ErrClosed) {
-				return nil, err
-			}
-			if attempt > 1 {
-				return result("", msgNotRun+"\n"+err.Error(), nil), nil
-			}
-			return nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
-		}
-		res, err = sess.Exec(ctx, block)
-		if err == nil {
-			break
-		}
-		var ce *transport.ConnectionError
-		var ve *transport.VersionError
-		switch {
-		case errors.As(err, &ve):
-			tn.discard(sess)
-			return nil, err
-		case errors.As(err, &ce):
-			tn.discard(sess)
-			if e.isClosed() {
-				return nil, ErrClosed
-			}
-			switch ce.Stage {
-			case transport.NotRun:
-				if attempt < 2 {
-					lostState = lostState || !fresh
-					continue
-				}
-				return result("", msgNotRun, nil), nil
-			case transport.Ran:
-				return result("", msgRan, nil), nil
-			default:
-				return result("", msgUnknown, nil), nil
-			}
-		case errors.Is(err, transport.ErrClosed) && e.isClosed():
-			return nil, ErrClosed
-		default:
-			tn.discard(sess)
-			return nil, fmt.Errorf("execute_code: %w", err)
-		}
+	res, sess, err := e.runBlock(ctx, tn, transport.Block{Code: code, Timeout: e.cfg.Timeout})
+	var lost *lostError
+	if errors.As(err, &lost) {
+		return result("", lost.msg, nil), nil
 	}
-	if lostState {
-		// The model must know that what earlier blocks left is gone.
-		r := *res
-		r.Stderr = appendLine(r.Stderr, msgFresh)
-		res = &r
+	if err != nil {
+		return nil, err
 	}
 	return e.output(ctx, exec, sess, res), nil
+}
+
+// codeArg is execute_code's code argument.
+func codeArg(args any) (string, error) {
+	m, _ := args.(map[string]any)
+	code, ok := m["code"].(string)
+	if !ok {
+		return "", fmt.Errorf("execute_code: the code argument must be a string, got %T", m["code"])
+	}
+	return code, nil
+}
+
+// tooLong is the model's message for code over MaxCodeChars, or "".
+func (e *engine) tooLong(code string) string {
+	limit := e.cfg.MaxCodeChars
+	if limit <= 0 || len(code) <= limit {
+		return ""
+	}
+	if n := utf8.RuneCountInString(code); n > limit {
+		return fmt.Sprintf("Code exceeds maximum allowed length (%s > %s chars).", thousands(n), thousands(limit))
+	}
+	return ""
+}
+
+// reportArtifacts ends exec's saves and passes what it saved to
+// OnArtifactsSaved.
+func (e *engine) reportArtifacts(ctx agent.ToolContext, exec *execCall) {
+	if delta := exec.end(); len(delta) > 0 && e.cfg.OnArtifactsSaved != nil {
+		e.cfg.OnArtifactsSaved(ctx, delta)
+	}
+}
+
+// lostError is a block whose sandbox was lost; msg tells the model what
+// that means for the code.
+type lostError struct{ msg string }
+
+func (e *lostError) Error() string { return e.msg }
+
+// runBlock runs block in the turn's sandbox and returns its result and the
+// sandbox it ran in. A block that could not be sent runs once more, in a
+// fresh sandbox, with a note that earlier state is gone.
+func (e *engine) runBlock(ctx agent.ToolContext, tn *turn, block transport.Block) (*transport.Result, transport.Session, error) {
+	lostState := false // a sandbox that earlier calls used was lost
+	for attempt := 1; ; attempt++ {
+		sess, fresh, err := e.session(ctx, tn)
+		switch {
+		case errors.Is(err, ErrClosed):
+			return nil, nil, err
+		case err != nil && attempt > 1:
+			return nil, nil, &lostError{msgNotRun + "\n" + err.Error()}
+		case err != nil:
+			return nil, nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
+		}
+		res, err := sess.Exec(ctx, block)
+		if err == nil {
+			if lostState {
+				// The model must know that what earlier blocks left is gone.
+				r := *res
+				r.Stderr = appendLine(r.Stderr, msgFresh)
+				res = &r
+			}
+			return res, sess, nil
+		}
+		retry, err := e.execFailed(tn, sess, err, attempt)
+		if !retry {
+			return nil, nil, err
+		}
+		lostState = lostState || !fresh
+	}
+}
+
+// execFailed classifies a failed Exec: the sandbox is dropped, and a block
+// that was never sent may run again (retry) on the first attempt.
+func (e *engine) execFailed(tn *turn, sess transport.Session, err error, attempt int) (retry bool, _ error) {
+	var ce *transport.ConnectionError
+	var ve *wire.VersionError
+	switch {
+	case errors.As(err, &ve):
+		tn.discard(sess)
+		return false, err
+	case errors.As(err, &ce):
+		tn.discard(sess)
+		if e.isClosed() {
+			return false, ErrClosed
+		}
+		switch ce.Stage {
+		case transport.NotRun:
+			if attempt < 2 {
+				return true, nil
+			}
+			return false, &lostError{msgNotRun}
+		case transport.Ran:
+			return false, &lostError{msgRan}
+		default:
+			return false, &lostError{msgUnknown}
+		}
+	case errors.Is(err, transport.ErrClosed) && e.isClosed():
+		return false, ErrClosed
+	default:
+		tn.discard(sess)
+		return false, fmt.Errorf("execute_code: %w", err)
+	}
 }
 
 // msgFresh is added to stderr when the code ran on a fresh sandbox because
@@ -174,47 +193,6 @@ func appendLine(s, line string) string {
 		s += "\n"
 	}
 	return s + line
-}
-
-// session returns the turn's sandbox, opening it if needed; fresh says it
-// was opened now.
-func (e *engine) session(ctx agent.ToolContext, tn *turn) (_ transport.Session, fresh bool, _ error) {
-	tn.mu.Lock()
-	s, surf := tn.sess, tn.surf
-	tn.mu.Unlock()
-	if s != nil {
-		return s, false, nil
-	}
-	if e.isClosed() {
-		return nil, false, ErrClosed
-	}
-	if surf == nil {
-		return nil, false, errors.New("codemode: the turn has no tool surface")
-	}
-	s, err := e.cfg.Backend.Open(ctx, transport.SessionConfig{Files: surf.files, Tools: handler{e: e, t: tn}})
-	if err != nil {
-		return nil, false, err
-	}
-	recordEnvironment(e.cfg.Backend, s.Environment())
-	tn.mu.Lock()
-	tn.sess = s
-	tn.mu.Unlock()
-	// Close may have run meanwhile and missed this session.
-	if e.isClosed() {
-		tn.discard(s)
-		return nil, false, ErrClosed
-	}
-	return s, true, nil
-}
-
-// discard closes s if it is still the turn's sandbox.
-func (t *turn) discard(s transport.Session) {
-	t.mu.Lock()
-	if t.sess == s {
-		t.sess = nil
-	}
-	t.mu.Unlock()
-	_ = s.Close()
 }
 
 func (e *engine) isClosed() bool {
@@ -274,7 +252,7 @@ func notePath(p string) string {
 // for each file that could not be saved. Without an artifact service it
 // saves nothing. A path listed twice is saved once, and reading the files
 // from the sandbox takes at most outputFilesTimeout.
-func (e *engine) saveFiles(ctx agent.ToolContext, exec *execCall, sess transport.Session, files []transport.FileInfo) (names, notes []string) {
+func (e *engine) saveFiles(ctx agent.ToolContext, exec *execCall, sess transport.Session, files []transport.File) (names, notes []string) {
 	if len(files) == 0 || sess == nil || !exec.hasArtifacts() {
 		return nil, nil
 	}

@@ -26,8 +26,8 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/jail"
 )
 
 // step is one reply of the scripted model, given the request it answers.

@@ -36,6 +36,15 @@ var errCallEnded = errors.New("codemode: the execute_code call that made this to
 // errCallAbandoned refuses effects of a tool call that passed its timeout.
 var errCallAbandoned = errors.New("codemode: this tool call passed its timeout; the code no longer waits for it")
 
+// end marks the call returned, so effects that arrive later are refused,
+// and returns the artifacts saved during it.
+func (c *execCall) end() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return maps.Clone(c.delta)
+}
+
 // save saves an artifact through the execute_code call's artifacts, so the
 // version lands on its event, and records it in the call's delta.
 func (c *execCall) save(ctx context.Context, name string, part *genai.Part) (*artifact.SaveResponse, error) {

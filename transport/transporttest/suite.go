@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // NewBackend returns the backend under test.
@@ -219,7 +220,7 @@ print("early")
 // message, without running and without breaking the session.
 func testCodeTooLarge(t *testing.T, nb NewBackend) {
 	s := open(t, nb, transport.SessionConfig{})
-	big := "x = 1\n# " + strings.Repeat("a", transport.MaxFrameSize)
+	big := "x = 1\n# " + strings.Repeat("a", wire.MaxFrameSize)
 	r, err := s.Exec(context.Background(), transport.Block{Code: big})
 	switch {
 	case err != nil:
@@ -376,9 +377,9 @@ func testToolErrors(t *testing.T, nb NewBackend) {
 	h := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
 		switch c.Name {
 		case "http":
-			return transport.ToolResult{Err: &transport.ErrorInfo{Type: "HTTPStatusError", Message: "not found", StatusCode: 404, Body: map[string]any{"detail": "nope"}}}
+			return transport.ToolResult{Err: &transport.ToolError{Type: "HTTPStatusError", Message: "not found", StatusCode: 404, Body: map[string]any{"detail": "nope"}}}
 		case "slow":
-			return transport.ToolResult{Err: &transport.ErrorInfo{Type: "TimeoutError", Message: "slow exceeded its timeout"}}
+			return transport.ToolResult{Err: &transport.ToolError{Type: "TimeoutError", Message: "slow exceeded its timeout"}}
 		case "panics":
 			panic("tool bug")
 		}

@@ -1,4 +1,4 @@
-package transport
+package wire
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // fakeSandbox runs script on the sandbox end of a pipe while a Client
@@ -21,8 +23,10 @@ func fakeSandbox(t *testing.T, script func(c *Conn)) (*Client, error) {
 		sb.Close()
 	}()
 	t.Cleanup(func() { host.Close(); <-done })
-	return NewClient(t.Context(), NewConn(host, host, host, 0), SessionConfig{
-		Tools: ToolHandlerFunc(func(ctx context.Context, c ToolCall) ToolResult { return ToolResult{Value: c.Name} }),
+	return NewClient(t.Context(), NewConn(host, host, host, 0), transport.SessionConfig{
+		Tools: transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+			return transport.ToolResult{Value: c.Name}
+		}),
 	}, ClientOptions{ReadyTimeout: readyTimeout})
 }
 
@@ -67,12 +71,12 @@ func TestClientStages(t *testing.T) {
 	cases := []struct {
 		name  string
 		after func(c *Conn, run *RunFrame)
-		want  Stage
+		want  transport.Stage
 	}{
-		{"no done", func(c *Conn, run *RunFrame) {}, Unknown},
-		{"done, no output", func(c *Conn, run *RunFrame) { _ = c.Write(&DoneFrame{ID: run.ID}) }, Ran},
-		{"host-only frame", func(c *Conn, run *RunFrame) { _ = c.Write(&RunFrame{ID: "x", Code: ""}); time.Sleep(time.Second) }, Unknown},
-		{"wrong block", func(c *Conn, run *RunFrame) { _ = c.Write(&DoneFrame{ID: "other"}); time.Sleep(time.Second) }, Unknown},
+		{"no done", func(c *Conn, run *RunFrame) {}, transport.Unknown},
+		{"done, no output", func(c *Conn, run *RunFrame) { _ = c.Write(&DoneFrame{ID: run.ID}) }, transport.Ran},
+		{"host-only frame", func(c *Conn, run *RunFrame) { _ = c.Write(&RunFrame{ID: "x", Code: ""}); time.Sleep(time.Second) }, transport.Unknown},
+		{"wrong block", func(c *Conn, run *RunFrame) { _ = c.Write(&DoneFrame{ID: "other"}); time.Sleep(time.Second) }, transport.Unknown},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,8 +92,8 @@ func TestClientStages(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			_, err = s.Exec(t.Context(), Block{Code: "x"})
-			var ce *ConnectionError
+			_, err = s.Exec(t.Context(), transport.Block{Code: "x"})
+			var ce *transport.ConnectionError
 			if !errors.As(err, &ce) || ce.Stage != tc.want {
 				t.Fatalf("err = %v, want a ConnectionError at stage %s", err, tc.want)
 			}
@@ -100,9 +104,9 @@ func TestClientStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	_, err = s.Exec(t.Context(), Block{Code: "x"})
-	var ce *ConnectionError
-	if !errors.As(err, &ce) || ce.Stage != NotRun {
+	_, err = s.Exec(t.Context(), transport.Block{Code: "x"})
+	var ce *transport.ConnectionError
+	if !errors.As(err, &ce) || ce.Stage != transport.NotRun {
 		t.Fatalf("Exec after Close: err = %v, want stage not run", err)
 	}
 }

@@ -1,4 +1,4 @@
-package transport
+package wire
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // Calls runs a session's tool calls on the host: it admits at most
@@ -18,7 +21,7 @@ import (
 // host that reads the worker's frames itself.
 type Calls struct {
 	ctx   context.Context
-	tools ToolHandler
+	tools transport.ToolHandler
 	sem   chan struct{}
 
 	mu    sync.Mutex
@@ -49,7 +52,7 @@ const (
 )
 
 // NewCalls returns the call runner of a session whose calls end with ctx.
-func NewCalls(ctx context.Context, cfg SessionConfig) *Calls {
+func NewCalls(ctx context.Context, cfg transport.SessionConfig) *Calls {
 	n := cfg.MaxConcurrentCalls
 	if n <= 0 {
 		n = 64
@@ -117,15 +120,15 @@ func (c *Calls) Start(f *ToolCallFrame, reply func(*ToolResultFrame) error) (run
 			cancel()
 			<-c.sem
 		}()
-		call := ToolCall{ID: f.ID, Name: f.Name, Args: f.Args, Timeout: timeout}
+		call := transport.ToolCall{ID: f.ID, Name: f.Name, Args: f.Args, Timeout: timeout}
 		res := c.run(ctx, call)
-		out := &ToolResultFrame{ID: f.ID, OK: res.Err == nil, Value: res.Value, Error: res.Err}
+		out := &ToolResultFrame{ID: f.ID, OK: res.Err == nil, Value: res.Value, Error: errorInfo(res.Err)}
 		if res.Err != nil {
 			out.Value = nil
 		}
-		if err := reply(out); err != nil && !errors.Is(err, ErrClosed) {
+		if err := reply(out); err != nil && !errors.Is(err, transport.ErrClosed) {
 			_ = reply(&ToolResultFrame{ID: f.ID, Error: &ErrorInfo{
-				Type: "ToolError", Message: fmt.Sprintf("the result of %s could not be sent to the sandbox: %v", truncate(f.Name, 200), err),
+				Type: "ToolError", Message: fmt.Sprintf("the result of %s could not be sent to the sandbox: %v", clip.String(f.Name, 200), err),
 			}})
 		}
 	}
@@ -141,7 +144,7 @@ func (c *Calls) refuse(reply func(*ToolResultFrame) error, f *ToolResultFrame) {
 		return
 	}
 	if n := len(c.refusals); n > 0 && (n >= maxQueuedRefusals || c.refusalBytes+r.size > maxQueuedRefusalBytes) {
-		c.refusalsError = fmt.Errorf("transport: the sandbox does not read what the host sends: %d refusals of its tool calls were waiting to be sent (limit %d)", n, maxQueuedRefusals)
+		c.refusalsError = fmt.Errorf("wire: the sandbox does not read what the host sends: %d refusals of its tool calls were waiting to be sent (limit %d)", n, maxQueuedRefusals)
 		clear(c.refusals)
 		c.refusals, c.refusalBytes = nil, 0
 		return
@@ -194,19 +197,19 @@ func (c *Calls) Cancel(id string) {
 	c.mu.Unlock()
 }
 
-func (c *Calls) run(ctx context.Context, call ToolCall) (res ToolResult) {
+func (c *Calls) run(ctx context.Context, call transport.ToolCall) (res transport.ToolResult) {
 	defer func() {
 		if r := recover(); r != nil {
-			res = Errorf("ToolError", "tool %s panicked: %v", truncate(call.Name, 200), r)
+			res = transport.Errorf("ToolError", "tool %s panicked: %v", clip.String(call.Name, 200), r)
 		}
 	}()
 	if c.tools == nil {
-		return Errorf("ToolNotFound", "no tool named %q: this session has no tools", truncate(call.Name, 200))
+		return transport.Errorf("ToolNotFound", "no tool named %q: this session has no tools", clip.String(call.Name, 200))
 	}
 	res = c.tools.CallTool(ctx, call)
 	if res.Err == nil && ctx.Err() != nil && c.ctx.Err() == nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return Errorf("TimeoutError", "tool %s exceeded its timeout of %s", truncate(call.Name, 200), call.Timeout)
+			return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", clip.String(call.Name, 200), call.Timeout)
 		}
 	}
 	return res

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/jail"
 )
 
 func median(ds []time.Duration) time.Duration {

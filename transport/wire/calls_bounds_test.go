@@ -1,4 +1,4 @@
-package transport
+package wire
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // heapAfterGC returns the live heap after a full collection.
@@ -25,8 +27,8 @@ func heapAfterGC() uint64 {
 func TestCallTimeoutReleasesContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := NewCalls(ctx, SessionConfig{Tools: ToolHandlerFunc(func(ctx context.Context, call ToolCall) ToolResult {
-		return ToolResult{}
+	c := NewCalls(ctx, transport.SessionConfig{Tools: transport.ToolHandlerFunc(func(ctx context.Context, call transport.ToolCall) transport.ToolResult {
+		return transport.ToolResult{}
 	})})
 	reply := func(*ToolResultFrame) error { return nil }
 	call := func(timeoutMS int64) {
@@ -57,10 +59,10 @@ func TestCallCancelAndTimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := make(chan string, 4)
-	c := NewCalls(ctx, SessionConfig{Tools: ToolHandlerFunc(func(ctx context.Context, call ToolCall) ToolResult {
+	c := NewCalls(ctx, transport.SessionConfig{Tools: transport.ToolHandlerFunc(func(ctx context.Context, call transport.ToolCall) transport.ToolResult {
 		started <- call.ID
 		<-ctx.Done()
-		return ToolResult{}
+		return transport.ToolResult{}
 	})})
 	for _, tc := range []struct {
 		id        string
@@ -105,7 +107,7 @@ func TestCallCancelAndTimeout(t *testing.T) {
 func TestCallsRefusalsBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := NewCalls(ctx, SessionConfig{})
+	c := NewCalls(ctx, transport.SessionConfig{})
 	unblock := make(chan struct{})
 	writing, delivered := make(chan struct{}, 1), make(chan string, 1)
 	reply := func(f *ToolResultFrame) error {
@@ -167,7 +169,7 @@ func TestClientRefusalsToSandboxNotReading(t *testing.T) {
 			}
 		}
 	}()
-	s, err := NewClient(t.Context(), NewConn(host, host, host, 0), SessionConfig{}, ClientOptions{ReadyTimeout: readyTimeout})
+	s, err := NewClient(t.Context(), NewConn(host, host, host, 0), transport.SessionConfig{}, ClientOptions{ReadyTimeout: readyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +190,8 @@ func TestClientRefusalsToSandboxNotReading(t *testing.T) {
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "does not read") {
 		t.Fatalf("Err() = %v after %d tool calls, want the session ended because the sandbox does not read", err, n)
 	}
-	_, err = s.Exec(t.Context(), Block{Code: "x"})
-	var ce *ConnectionError
+	_, err = s.Exec(t.Context(), transport.Block{Code: "x"})
+	var ce *transport.ConnectionError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "does not read") {
 		t.Errorf("Exec: %v, want a ConnectionError saying the sandbox does not read", err)
 	}
@@ -265,7 +267,7 @@ func TestClientBoundsSandboxErrorTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.Exec(t.Context(), Block{Code: "x"})
+	_, err = s.Exec(t.Context(), transport.Block{Code: "x"})
 	if err == nil || len(err.Error()) > 8<<10 {
 		t.Errorf("Exec error of %d bytes, want at most 8 KiB", len(errText(err)))
 	}

@@ -1,10 +1,12 @@
-package transport
+package wire
 
 import (
 	"errors"
 	"io"
 	"testing"
 	"time"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 func TestConnPipe(t *testing.T) {
@@ -46,7 +48,7 @@ func TestConnPipe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a read was not ended by the peer's Close")
 	}
-	if err := b.Write(&ShutdownFrame{}); !errors.Is(err, ErrClosed) {
+	if err := b.Write(&ShutdownFrame{}); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("write after Close: %v, want ErrClosed", err)
 	}
 	if _, err := a.Read(); !errors.Is(err, io.EOF) {

@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/adk-codemode/codemode/transport/jail/internal/floor"
+	"github.com/adk-codemode/codemode/backend/jail/internal/floor"
 )
 
 func main() { floor.Init(os.Args[1:]) }

@@ -35,3 +35,5 @@ func (c *Cmd) Enforced() Enforcement { return Enforcement{} }
 
 // Usage returns the zero Usage.
 func (c *Cmd) Usage() Usage { return Usage{} }
+
+func (c *Cmd) cleanupErr() error { return nil }

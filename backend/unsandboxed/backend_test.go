@@ -5,9 +5,9 @@ package unsandboxed_test
 import (
 	"testing"
 
+	"github.com/adk-codemode/codemode/backend/unsandboxed"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
-	"github.com/adk-codemode/codemode/transport/unsandboxed"
 )
 
 func TestBackend(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/jail"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/adk-codemode/codemode/backend/unsandboxed"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/unsandboxed"
 )
 
 func BenchmarkPrint(b *testing.B) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/transport/jail/internal/floor"
+	"github.com/adk-codemode/codemode/backend/jail/internal/floor"
 )
 
 // testMark is put into the environment of every payload this test binary

@@ -1,4 +1,4 @@
-package transport
+package wire
 
 import (
 	"bytes"
@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/adk-codemode/codemode/transport"
+
+	"github.com/adk-codemode/codemode/internal/clip"
 )
 
 // ProtocolVersion is the version of the frame protocol this package speaks.
@@ -247,7 +251,7 @@ var newFrame = map[string]func() Frame{
 }
 
 // ErrProtocol is wrapped by every decoding error.
-var ErrProtocol = errors.New("transport: protocol error")
+var ErrProtocol = errors.New("wire: protocol error")
 
 func protocolErrorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
@@ -272,7 +276,7 @@ func appendFrame(buf *bytes.Buffer, f Frame) error {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(f); err != nil {
 		buf.Truncate(start)
-		return fmt.Errorf("transport: encode %s frame: %w", f.Kind(), err)
+		return fmt.Errorf("wire: encode %s frame: %w", f.Kind(), err)
 	}
 	// enc wrote "{...}\n" after the kind; splice it into one object.
 	obj := buf.Bytes()[body:]
@@ -308,7 +312,7 @@ func Decode(line []byte) (Frame, error) {
 	}
 	mk, ok := newFrame[kind]
 	if !ok {
-		return nil, protocolErrorf("unknown frame kind %q", truncate(kind, 64))
+		return nil, protocolErrorf("unknown frame kind %q", clip.String(kind, 64))
 	}
 	f := mk()
 	delete(raw, "kind")
@@ -359,7 +363,7 @@ func splitObject(data []byte) (map[string]json.RawMessage, error) {
 			return nil, protocolErrorf("invalid JSON: bad key")
 		}
 		if _, dup := raw[key]; dup {
-			return nil, protocolErrorf("duplicate key %q", truncate(key, 64))
+			return nil, protocolErrorf("duplicate key %q", clip.String(key, 64))
 		}
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
@@ -479,7 +483,7 @@ func scanValue(data []byte, i, depth int) (int, error) {
 			return 0, protocolErrorf("invalid JSON: unexpected %q", data[i])
 		}
 		if !json.Valid(data[i:j]) {
-			return 0, protocolErrorf("invalid JSON: bad literal %q", truncate(string(data[i:j]), 32))
+			return 0, protocolErrorf("invalid JSON: bad literal %q", clip.String(string(data[i:j]), 32))
 		}
 		return j, nil
 	}
@@ -521,7 +525,7 @@ func fillFields(what string, raw map[string]json.RawMessage, fields []field) err
 			}
 			err = json.Unmarshal(v, dst)
 			if err != nil {
-				err = protocolErrorf("%s: key %q: %s", what, fd.key, truncate(err.Error(), 256)) // may quote the value
+				err = protocolErrorf("%s: key %q: %s", what, fd.key, clip.String(err.Error(), 256)) // may quote the value
 			}
 		}
 		if err != nil {
@@ -531,7 +535,7 @@ func fillFields(what string, raw map[string]json.RawMessage, fields []field) err
 	if len(raw) > 0 {
 		keys := make([]string, 0, len(raw))
 		for k := range raw {
-			keys = append(keys, truncate(k, 64))
+			keys = append(keys, clip.String(k, 64))
 		}
 		return protocolErrorf("%s: unknown key %q", what, minString(keys))
 	}
@@ -573,9 +577,22 @@ func minString(ss []string) string {
 	return m
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// errorInfo is the wire form of a tool error.
+func errorInfo(e *transport.ToolError) *ErrorInfo {
+	if e == nil {
+		return nil
 	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
+	return &ErrorInfo{Type: e.Type, Message: e.Message, Trace: e.Trace, StatusCode: e.StatusCode, Body: e.Body}
+}
+
+// files is the contract's form of a file list.
+func files(in []FileInfo) []transport.File {
+	if in == nil {
+		return nil
+	}
+	out := make([]transport.File, len(in))
+	for i, f := range in {
+		out[i] = transport.File{Path: f.Path, Size: f.Size}
+	}
+	return out
 }

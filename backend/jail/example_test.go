@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/jail"
 )
 
 // A jailed session keeps its variables from one block to the next.

@@ -1,4 +1,4 @@
-package transport
+package wire
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // MaxFrameSize is the default limit on one frame line, in bytes. It bounds
@@ -51,7 +53,7 @@ func (p *framePipe) put(fs ...Frame) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return ErrClosed
+		return transport.ErrClosed
 	}
 	p.q = append(p.q, fs...)
 	p.more.Signal()

@@ -1,4 +1,4 @@
-package transport
+package wire
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // ClientOptions tune [NewClient].
@@ -25,9 +28,9 @@ type ClientOptions struct {
 // Client is a [Session] over a frame stream to a sandbox server.
 type Client struct {
 	conn    *Conn
-	cfg     SessionConfig
+	cfg     transport.SessionConfig
 	opts    ClientOptions
-	env     Environment
+	env     transport.Environment
 	replies chan Frame // done, output and file frames, in order
 
 	execMu sync.Mutex // serialises Exec and ReadFile
@@ -43,7 +46,7 @@ type Client struct {
 	closeErr  error
 }
 
-var _ Session = (*Client)(nil)
+var _ transport.Session = (*Client)(nil)
 
 const maxCallID = 128
 
@@ -54,7 +57,7 @@ const handOverAfter = 200 * time.Microsecond
 // NewClient reads the sandbox's ready frame from conn, checks its protocol
 // version, and returns a session that runs blocks over conn. On error conn
 // is closed and opts.OnClose has run.
-func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOptions) (*Client, error) {
+func NewClient(ctx context.Context, conn *Conn, cfg transport.SessionConfig, opts ClientOptions) (*Client, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 60 * time.Second
 	}
@@ -80,9 +83,9 @@ func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOp
 		if err == nil {
 			switch f := f.(type) {
 			case *ReadyFrame:
-				c.env = Environment{PythonVersion: f.PythonVersion, Packages: f.Packages}
+				c.env = transport.Environment{PythonVersion: f.PythonVersion, Packages: f.Packages}
 			case *ErrorFrame:
-				err = fmt.Errorf("transport: the sandbox failed to start: %s", truncate(f.Message, 4096))
+				err = fmt.Errorf("wire: the sandbox failed to start: %s", clip.String(f.Message, 4096))
 			default:
 				err = fmt.Errorf("%w: expected a ready frame first, got %s", ErrProtocol, f.Kind())
 			}
@@ -99,7 +102,7 @@ func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOp
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
-		err = fmt.Errorf("transport: the sandbox did not become ready within %s", opts.ReadyTimeout)
+		err = fmt.Errorf("wire: the sandbox did not become ready within %s", opts.ReadyTimeout)
 	}
 	if err != nil {
 		c.closeConn()
@@ -113,7 +116,7 @@ func NewClient(ctx context.Context, conn *Conn, cfg SessionConfig, opts ClientOp
 }
 
 // Environment reports the sandbox's interpreter.
-func (c *Client) Environment() Environment { return c.env }
+func (c *Client) Environment() transport.Environment { return c.env }
 
 // readLoop reads frames. Exactly one goroutine reads at a time: on a tool
 // call, the reader hands reading over to a fresh goroutine and runs the
@@ -153,7 +156,7 @@ func (c *Client) readLoop() {
 				return
 			}
 		case *ErrorFrame:
-			c.readerErr = fmt.Errorf("transport: the sandbox failed: %s", truncate(f.Message, 4096))
+			c.readerErr = fmt.Errorf("wire: the sandbox failed: %s", clip.String(f.Message, 4096))
 			close(c.readerEnd)
 			return
 		default:
@@ -174,18 +177,18 @@ func (c *Client) log(f *LogFrame) {
 	case "error", "critical":
 		level = slog.LevelError
 	}
-	c.opts.Logger.Log(c.ctx, level, "sandbox: "+truncate(f.Msg, 4096))
+	c.opts.Logger.Log(c.ctx, level, "sandbox: "+clip.String(f.Msg, 4096))
 }
 
 // sendResult sends a tool result to the sandbox.
 func (c *Client) sendResult(f *ToolResultFrame) error { return c.conn.Write(f) }
 
 // Exec runs one block.
-func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
+func (c *Client) Exec(ctx context.Context, b transport.Block) (*transport.Result, error) {
 	c.execMu.Lock()
 	defer c.execMu.Unlock()
 	if err := c.failed(); err != nil {
-		return nil, &ConnectionError{Stage: NotRun, Err: err}
+		return nil, &transport.ConnectionError{Stage: transport.NotRun, Err: err}
 	}
 	grace := b.Grace
 	if grace <= 0 {
@@ -199,10 +202,10 @@ func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
 	}
 	if err := c.conn.Write(run); err != nil {
 		if errors.Is(err, ErrFrameTooLarge) {
-			return nil, fmt.Errorf("transport: code of %d bytes is too large to send", len(b.Code))
+			return nil, fmt.Errorf("wire: code of %d bytes is too large to send", len(b.Code))
 		}
 		c.Close()
-		return nil, &ConnectionError{Stage: NotRun, Err: err}
+		return nil, &transport.ConnectionError{Stage: transport.NotRun, Err: err}
 	}
 
 	// The server enforces the timeout; the host only steps in when ctx
@@ -221,7 +224,7 @@ func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
 			d, ok := f.(*DoneFrame)
 			if !ok || d.ID != id {
 				c.Close()
-				return nil, &ConnectionError{Stage: Unknown, Err: fmt.Errorf("%w: expected done for block %s, got %s", ErrProtocol, id, f.Kind())}
+				return nil, &transport.ConnectionError{Stage: transport.Unknown, Err: fmt.Errorf("%w: expected done for block %s, got %s", ErrProtocol, id, f.Kind())}
 			}
 			done = d
 		case <-c.readerEnd:
@@ -229,7 +232,7 @@ func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
 			if len(c.replies) > 0 {
 				continue
 			}
-			return nil, &ConnectionError{Stage: Unknown, Err: c.endErr()}
+			return nil, &transport.ConnectionError{Stage: transport.Unknown, Err: c.endErr()}
 		case <-ctxDone:
 			ctxDone = nil
 			_ = c.conn.Write(&InterruptFrame{Message: "The host cancelled the code: " + context.Cause(ctx).Error()})
@@ -238,7 +241,7 @@ func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
 			backstop = t.C
 		case <-backstop:
 			c.Close()
-			return nil, &ConnectionError{Stage: Unknown, Err: errors.New("the sandbox did not finish the block after its timeout and grace period; the sandbox was stopped")}
+			return nil, &transport.ConnectionError{Stage: transport.Unknown, Err: errors.New("the sandbox did not finish the block after its timeout and grace period; the sandbox was stopped")}
 		}
 	}
 	var out *OutputFrame
@@ -250,14 +253,14 @@ func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
 		case f := <-c.replies:
 			out, _ = f.(*OutputFrame)
 		default:
-			return nil, &ConnectionError{Stage: Ran, Err: c.endErr()}
+			return nil, &transport.ConnectionError{Stage: transport.Ran, Err: c.endErr()}
 		}
 	}
 	if out == nil || out.ID != id {
 		c.Close()
-		return nil, &ConnectionError{Stage: Ran, Err: fmt.Errorf("%w: expected output for block %s", ErrProtocol, id)}
+		return nil, &transport.ConnectionError{Stage: transport.Ran, Err: fmt.Errorf("%w: expected output for block %s", ErrProtocol, id)}
 	}
-	return &Result{
+	return &transport.Result{
 		ExitCode:      done.ExitCode,
 		Stdout:        out.Stdout,
 		Stderr:        out.Stderr,
@@ -266,7 +269,7 @@ func (c *Client) Exec(ctx context.Context, b Block) (*Result, error) {
 		Stopped:       done.Stopped,
 		Reset:         done.Reset,
 		Background:    done.Background,
-		Files:         out.Files,
+		Files:         files(out.Files),
 		Duration:      time.Since(start),
 	}, nil
 }
@@ -290,7 +293,7 @@ func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
 			return nil, fmt.Errorf("%w: expected file %s, got %s", ErrProtocol, id, f.Kind())
 		}
 		if ff.Error != "" {
-			return nil, fmt.Errorf("transport: read %s from the sandbox: %s", path, truncate(ff.Error, 1024))
+			return nil, fmt.Errorf("wire: read %s from the sandbox: %s", path, clip.String(ff.Error, 1024))
 		}
 		return ff.Data, nil
 	case <-c.readerEnd:
@@ -318,7 +321,7 @@ func (c *Client) failed() error {
 func (c *Client) endErr() error {
 	<-c.readerEnd
 	if c.ctx.Err() != nil {
-		return ErrClosed
+		return transport.ErrClosed
 	}
 	if c.readerErr == nil {
 		return errors.New("the sandbox closed the connection")

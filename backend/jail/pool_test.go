@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/jail"
 )
 
 func waitPool(t testing.TB, p *transport.Pool) {

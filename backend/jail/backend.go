@@ -1,0 +1,126 @@
+package jail
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+
+	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
+)
+
+// inProcessStages are the stages a jail's init can run in its own process
+// (see Spec.inProcess).
+var inProcessStages = map[string]func(argv []string) int{
+	sandboxserver.SupervisorStage: sandboxserver.RunSupervisor,
+}
+
+// serverTasks is how many of the jail's tasks are kept for the
+// supervisor's threads: the Python worker's RLIMIT_NPROC is the jail's
+// Processes less this.
+const serverTasks = 16
+
+// Backend opens sessions whose Python worker runs in a fresh jail, under a
+// supervisor that is the jail's init; the session itself runs in the
+// host's process and talks to the worker directly. It is the default
+// backend of codemode on Linux.
+// The zero value uses the defaults of [Config].
+type Backend struct {
+	// Config sets the jail's limits and interpreter. Its Files are merged
+	// with the session's.
+	Config Config
+	// MaxOutputBytes bounds each output stream per block; zero means the
+	// sandbox server's default.
+	MaxOutputBytes int64
+}
+
+var _ transport.Backend = (*Backend)(nil)
+
+// Name identifies the backend and its interpreter, for example
+// "jail:/usr/bin/python3".
+func (b *Backend) Name() string {
+	py, err := b.Config.Interpreter()
+	if err != nil {
+		py = b.Config.Python
+	}
+	return "jail:" + py
+}
+
+// Session is a jailed session. Besides [transport.Session] it reports what
+// the jail enforces.
+type Session struct {
+	*wire.Client
+	cmd *Cmd
+}
+
+// Enforced reports the protections in force for this session's jail.
+func (s *Session) Enforced() Enforcement { return s.cmd.Enforced() }
+
+// Usage reports the limits the session's code ran into, once it is closed.
+func (s *Session) Usage() Usage { return s.cmd.Usage() }
+
+// Open starts a jail running the supervisor and waits until its Python
+// worker is ready.
+func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (transport.Session, error) {
+	cfg := b.Config
+	if len(scfg.Files) > 0 {
+		cfg.Files = maps.Clone(cfg.Files)
+		if cfg.Files == nil {
+			cfg.Files = make(map[string][]byte, len(scfg.Files))
+		}
+		maps.Copy(cfg.Files, scfg.Files)
+	}
+	python, err := cfg.Interpreter()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Python = python
+	d := cfg.withDefaults()
+	server := sandboxserver.Config{
+		Python:             python,
+		WorkerAddressSpace: max(d.AddressSpaceBytes, 0),
+		// The supervisor shares the jail's task limit with the code:
+		// keep some for its own threads.
+		WorkerProcesses: int64(max(d.Processes-serverTasks, 8)),
+		Workdir:         "/workspace",
+		FilesDir:        "/codemode",
+		Env:             []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
+		MaxOutputBytes:  b.MaxOutputBytes,
+	}
+	var cmd *Cmd
+	start := sandboxserver.StarterFunc(func(_ context.Context, c sandboxserver.Command) (sandboxserver.Process, error) {
+		// The jail outlives ctx, which only bounds the start.
+		var err error
+		cmd, err = Start(context.Background(), cfg, Spec{
+			Args:       c.Args,
+			Self:       true,
+			inProcess:  sandboxserver.SupervisorStage,
+			Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
+			Stderr:     c.Stderr,
+			ExtraFiles: []*os.File{c.Socket},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return jailProcess{cmd}, nil
+	})
+	client, err := sandboxserver.Launch(ctx, start, server, scfg)
+	if err != nil {
+		return nil, fmt.Errorf("jail: %w", err)
+	}
+	return &Session{Client: client, cmd: cmd}, nil
+}
+
+// jailProcess is a jail as the launch recipe sees it.
+type jailProcess struct{ cmd *Cmd }
+
+// Wait waits for the jail to end. Its exit status says nothing once the
+// session is over, but a cgroup left behind must not go unnoticed.
+func (p jailProcess) Wait() error {
+	_ = p.cmd.Wait()
+	return p.cmd.cleanupErr()
+}
+
+func (p jailProcess) Kill() error { return p.cmd.Kill() }

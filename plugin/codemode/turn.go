@@ -1,0 +1,149 @@
+package codemode
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/adk/agent"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// turn is the state of one invocation: its tool surface and its sandbox.
+// It owns the sandbox's lifetime. A use ([turn.begin] to [turn.end]) keeps
+// the sandbox open; once the turn is released ([turn.release]) the sandbox
+// closes when the last use ends, and [turn.shutdown] closes it at once.
+type turn struct {
+	id string
+
+	exec sync.Mutex // serialises the invocation's execute_code calls
+
+	abandoned atomic.Int64 // tool calls still running after their timeout
+
+	mu       sync.Mutex // guards the fields below
+	surf     *surface
+	sess     transport.Session
+	running  *execCall
+	inUse    int
+	lastUsed time.Time
+	released bool
+}
+
+func (t *turn) current() *execCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running
+}
+
+func (t *turn) surface() *surface {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.surf
+}
+
+// begin makes exec the turn's running call once the calls before it have
+// ended. The turn must be in use (see [engine.acquire]); end ends both.
+func (t *turn) begin(exec *execCall) {
+	t.exec.Lock()
+	t.mu.Lock()
+	t.running = exec
+	t.mu.Unlock()
+}
+
+// end ends exec: its late effects are refused, the next call may run, and
+// the use that [engine.acquire] marked ends.
+func (t *turn) end(exec *execCall) {
+	exec.end()
+	t.mu.Lock()
+	if t.running == exec {
+		t.running = nil
+	}
+	t.inUse--
+	t.lastUsed = time.Now()
+	s := t.closableLocked()
+	t.mu.Unlock()
+	t.exec.Unlock()
+	closeSession(s)
+}
+
+// release ends the turn: its sandbox closes now, or when the use in
+// flight ends.
+func (t *turn) release() {
+	t.mu.Lock()
+	t.released = true
+	s := t.closableLocked()
+	t.mu.Unlock()
+	closeSession(s)
+}
+
+// shutdown ends the turn and closes its sandbox at once, which unblocks a
+// running Exec.
+func (t *turn) shutdown() {
+	t.mu.Lock()
+	t.released = true
+	s := t.sess
+	t.sess = nil
+	t.mu.Unlock()
+	closeSession(s)
+}
+
+// closableLocked is the release rule, the one place it is written: a
+// released turn's sandbox is taken for closing once nothing uses it.
+// t.mu is held.
+func (t *turn) closableLocked() transport.Session {
+	if !t.released || t.inUse > 0 {
+		return nil
+	}
+	s := t.sess
+	t.sess = nil
+	return s
+}
+
+func closeSession(s transport.Session) {
+	if s != nil {
+		_ = s.Close()
+	}
+}
+
+// session returns the turn's sandbox, opening it if needed; fresh says it
+// was opened now.
+func (e *engine) session(ctx agent.ToolContext, t *turn) (_ transport.Session, fresh bool, _ error) {
+	t.mu.Lock()
+	s, surf := t.sess, t.surf
+	t.mu.Unlock()
+	if s != nil {
+		return s, false, nil
+	}
+	if e.isClosed() {
+		return nil, false, ErrClosed
+	}
+	if surf == nil {
+		return nil, false, errors.New("codemode: the turn has no tool surface")
+	}
+	s, err := e.cfg.Backend.Open(ctx, transport.SessionConfig{Files: surf.files, Tools: handler{e: e, t: t}})
+	if err != nil {
+		return nil, false, err
+	}
+	recordEnvironment(e.cfg.Backend, s.Environment())
+	t.mu.Lock()
+	t.sess = s
+	t.mu.Unlock()
+	// Close may have run meanwhile and missed this session.
+	if e.isClosed() {
+		t.discard(s)
+		return nil, false, ErrClosed
+	}
+	return s, true, nil
+}
+
+// discard closes s if it is still the turn's sandbox.
+func (t *turn) discard(s transport.Session) {
+	t.mu.Lock()
+	if t.sess == s {
+		t.sess = nil
+	}
+	t.mu.Unlock()
+	_ = s.Close()
+}
