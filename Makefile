@@ -3,6 +3,8 @@ GO      ?= go
 PKGS    ?= ./...
 FUZZTIME ?= 30s
 BENCHTIME ?= 2000x
+# golangci-lint is pinned; `go run` builds it once into the build cache.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 .PHONY: demo test lint fmt vet bench fuzz golden tidy build
 
@@ -14,11 +16,12 @@ demo:
 test: lint
 	$(GO) test -race -count=1 -shuffle=on $(PKGS)
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet (also for macOS, where the library must build) and golangci-lint (.golangci.yml)
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	GOOS=darwin $(GO) vet $(PKGS)
+	$(GOLANGCI_LINT) run $(PKGS)
 
 fmt:
 	gofmt -w .
@@ -28,18 +31,18 @@ build:
 
 ## bench: the sandbox and catalog benchmarks (see docs/benchmarks.md)
 bench:
-	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 60x ./transport/jail
-	$(GO) test -run '^$$' -bench 'JailFloor' -benchtime 60x ./transport/jail
+	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 60x ./backend/jail
+	$(GO) test -run '^$$' -bench 'JailFloor' -benchtime 60x ./backend/jail
 	$(GO) test -run '^$$' -bench 'JailColdStartInADKProgram' -benchtime 60x ./plugin/codemode
-	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./transport/jail
-	$(GO) test -run '^$$' -bench 'StartPython$$|BarePython' -benchtime 30x ./transport/jail
+	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./backend/jail
+	$(GO) test -run '^$$' -bench 'StartPython$$|BarePython' -benchtime 30x ./backend/jail
 	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./sandboxserver/
 	$(GO) test -run '^$$' -bench ChangedAfterBlock10k -benchtime 300x -benchmem ./sandboxserver/
 	$(GO) test -run '^$$' -bench RenderCatalog1000 -benchtime 20x -benchmem ./render/
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./transport
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./transport/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderStubs$$' -fuzztime $(FUZZTIME) ./render
 	$(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	$(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./plugin/codemode

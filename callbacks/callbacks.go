@@ -7,8 +7,9 @@ import (
 	"github.com/adk-codemode/codemode/plugin/codemode"
 )
 
-// Callbacks are the Code Mode hooks for one LLM agent.
-type Callbacks struct {
+// Set is the set of Code Mode hooks for one LLM agent: attach BeforeModel
+// and AfterAgent to the same agent, and Close it when the agent is done.
+type Set struct {
 	// BeforeModel is the before-model callback: it returns (nil, nil), so
 	// the model call always proceeds, unless the agent's tools cannot be
 	// resolved; then the error skips the model call.
@@ -21,16 +22,16 @@ type Callbacks struct {
 }
 
 // New returns the callbacks for cfg, which is read like the plugin's.
-func New(cfg codemode.Config) (*Callbacks, error) {
+func New(cfg codemode.Config) (*Set, error) {
 	h, err := codemode.NewHooks(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Callbacks{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, hooks: h}, nil
+	return &Set{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, hooks: h}, nil
 }
 
 // MustNew is like [New] but panics on an error.
-func MustNew(cfg codemode.Config) *Callbacks {
+func MustNew(cfg codemode.Config) *Set {
 	c, err := New(cfg)
 	if err != nil {
 		panic(err)
@@ -40,4 +41,4 @@ func MustNew(cfg codemode.Config) *Callbacks {
 
 // Close closes every sandbox the callbacks started and stops the idle
 // reaper.
-func (c *Callbacks) Close() error { return c.hooks.Close() }
+func (c *Set) Close() error { return c.hooks.Close() }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,7 @@ func FuzzRenderStubs(f *testing.F) {
 		}}})
 		if err != nil {
 			// Only collisions of sanitised parameter names may fail.
-			if _, ok := err.(*CollisionError); !ok {
+			if ce := (*CollisionError)(nil); !errors.As(err, &ce) {
 				t.Fatalf("NewRegistry: %v", err)
 			}
 			return

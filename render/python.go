@@ -311,19 +311,7 @@ func plainASCII(s string, quote byte) bool {
 	return true
 }
 
-// docText makes free text safe inside a triple-quoted docstring. raw says
-// whether the docstring will carry the r prefix (because some text holds a
-// backslash); control characters then appear as literal \xNN text.
-func docText(s string, raw bool) string {
-	if plainDocText(s) {
-		return s
-	}
-	var sb strings.Builder
-	writeDocText(&sb, s, raw)
-	return sb.String()
-}
-
-// plainDocText reports whether docText leaves s as it is: no quotes,
+// plainDocText reports whether writeDocText writes s as it is: no quotes,
 // backslashes or control characters, and valid UTF-8 (invalid bytes become
 // U+FFFD) without U+0085, U+2028 or U+2029 (which are escaped).
 func plainDocText(s string) bool {
@@ -345,7 +333,10 @@ func plainDocText(s string) bool {
 		!strings.ContainsRune(s, 0x2028) && !strings.ContainsRune(s, 0x2029)
 }
 
-// writeDocText writes docText(s, raw) to sb.
+// writeDocText writes free text to sb so that it is safe inside a
+// triple-quoted docstring. raw says whether the docstring will carry the r
+// prefix (because some text holds a backslash); control characters then
+// appear as literal \xNN text.
 func writeDocText(sb *strings.Builder, s string, raw bool) {
 	if plainDocText(s) {
 		sb.WriteString(s)

@@ -65,7 +65,7 @@ func attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		if !started.Load() {
 			// The start failed or was given up: do not wait for a
 			// supervisor that may never answer.
-			p.c.c.Close()
+			_ = p.c.c.Close()
 		}
 		err := p.waitServed(served)
 		if onClose != nil {
@@ -74,7 +74,7 @@ func attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		return err
 	}
 	// Until the worker is ready, ctx bounds the wait for the supervisor too.
-	stop := context.AfterFunc(ctx, func() { p.c.c.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = p.c.c.Close() })
 	client, err := wire.NewClient(ctx, hostConn, scfg, opts)
 	if !stop() && err == nil {
 		// ctx ended just as the worker became ready, and the supervisor
@@ -167,7 +167,7 @@ func (p *remoteProcs) dropReplies() {
 // forceClose closes the supervisor socket and the latest worker's pipes,
 // which ends whatever waits on them.
 func (p *remoteProcs) forceClose() {
-	p.c.c.Close()
+	_ = p.c.c.Close()
 	p.mu.Lock()
 	pipes := p.pipes
 	p.pipes = nil
@@ -206,7 +206,7 @@ func (p *remoteProcs) readLoop() {
 			break
 		}
 	}
-	p.c.c.Close()
+	_ = p.c.c.Close()
 	p.c.dropFDs()
 	p.endErr = err
 	close(p.end)
@@ -269,7 +269,7 @@ func (p *remoteProcs) request(m supMsg, want string, timeout time.Duration) (sup
 	case <-timer.C:
 		// A late answer would be taken for the next one's: give up on it
 		// (and on one that came just now).
-		p.c.c.Close()
+		_ = p.c.c.Close()
 		p.dropReplies()
 		if m.Op == "" {
 			return supReply{}, fmt.Errorf("sandboxserver: the supervisor did not send %s within %s", want, timeout)
@@ -279,7 +279,7 @@ func (p *remoteProcs) request(m supMsg, want string, timeout time.Duration) (sup
 }
 
 func (p *remoteProcs) lost(err error) error {
-	return fmt.Errorf("sandboxserver: lost the supervisor: %v", err)
+	return fmt.Errorf("sandboxserver: lost the supervisor: %w", err)
 }
 
 func (p *remoteProcs) spawn() (*worker, workerPipes, error) {
@@ -303,7 +303,7 @@ func (p *remoteProcs) spawn() (*worker, workerPipes, error) {
 			for _, f := range files {
 				f.Close()
 			}
-			if err == errNotPipe {
+			if errors.Is(err, errNotPipe) {
 				err = fmt.Errorf("%w: the worker's descriptor %d is not a pipe", errSupProtocol, i)
 			}
 			return nil, workerPipes{}, err
@@ -368,7 +368,7 @@ func (p *remoteProcs) killAll(w *worker) {
 func (p *remoteProcs) files() fileTracker { return p }
 
 func (p *remoteProcs) close() {
-	p.c.c.Close()
+	_ = p.c.c.Close()
 	<-p.end
 	// The reader has stopped: nothing more comes into replies.
 	p.dropReplies()

@@ -1,14 +1,24 @@
 // Package sandboxserver is the runtime of a session: it serves the frame
-// protocol (package transport) to the host and owns the session's
+// protocol (package transport/wire) to the host and owns the session's
 // persistent Python worker. It runs either inside the sandbox ([Serve]),
 // or in the host's process with the worker in the sandbox under a
-// supervisor ([attach] and [supervise]).
+// supervisor ([Launch]).
+//
+// # Launching a local session
+//
+// [Launch] is the one recipe every local backend starts a session with:
+// it probes the interpreter, makes the socket to the supervisor, has the
+// backend's [Starter] start a process that runs the supervisor (a
+// re-execution of the host program under [SupervisorStage], or a call of
+// [RunSupervisor]), and attaches the session to the worker the supervisor
+// starts. A backend's own code is its starter and the [Process] it
+// returns: how the process is started and what it releases when it exits.
 //
 // # The worker
 //
 // The server starts the interpreter once per session with the embedded
 // runner (runner/runner.py: nothing is installed in the sandbox; a backend
-// that ran [ProbeInterpreter] passes it compiled, which starts the worker
+// that ran [ProbeInterpreter], as [Launch] does, passes it compiled, which starts the worker
 // sooner) and keeps it for the whole session, so variables, imports and
 // files carry from one block to the next. Each block runs in one __main__-like
 // namespace, compiled with the file name "<code-mode>"; a SyntaxError or an

@@ -18,9 +18,6 @@ var errNotLinux = errors.New("sandboxserver: the sandbox server runs on Linux on
 // Serve fails: the sandbox server needs Linux.
 func Serve(ctx context.Context, conn *wire.Conn, cfg Config) error { return errNotLinux }
 
-// supervise fails: the supervisor needs Linux.
-func supervise(ctx context.Context, sock *os.File, cfg Config) error { return errNotLinux }
-
 // RunSupervisor fails: the supervisor needs Linux.
 func RunSupervisor(argv []string) int {
 	fmt.Fprintln(os.Stderr, errNotLinux)

@@ -4,7 +4,6 @@ package sandboxserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -184,14 +183,6 @@ func (s *server) fail(format string, args ...any) error {
 	return errors.New("sandboxserver: " + msg)
 }
 
-// workerRun is the run frame as the runner reads it.
-type workerRun struct {
-	Kind      string `json:"kind"`
-	ID        string `json:"id"`
-	Code      string `json:"code"`
-	TimeoutMS int64  `json:"timeout_ms,omitempty"`
-}
-
 func (s *server) startBlock(f *wire.RunFrame) error {
 	limit := f.MaxOutputBytes
 	if limit <= 0 {
@@ -202,7 +193,8 @@ func (s *server) startBlock(f *wire.RunFrame) error {
 	if b.grace <= 0 {
 		b.grace = defaultGrace
 	}
-	line, err := json.Marshal(workerRun{Kind: wire.KindRun, ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS})
+	// The runner gets the block itself; the limits stay with the server.
+	line, err := wire.Encode(&wire.RunFrame{ID: f.ID, Code: f.Code, TimeoutMS: f.TimeoutMS})
 	if err != nil {
 		return err
 	}
@@ -222,7 +214,7 @@ func (s *server) startBlock(f *wire.RunFrame) error {
 	// The frame is queued, never written here: a worker that does not
 	// read it must not stop the loop that enforces the timeout. One that
 	// is gone shows up as its exit or a broken channel.
-	_ = s.w.send(append(line, '\n'))
+	_ = s.w.send(line)
 	return nil
 }
 

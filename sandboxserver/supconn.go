@@ -117,7 +117,7 @@ func decodeSupMsg(line []byte, ops map[string]int) (supMsg, error) {
 	m := w.supMsg
 	m.Files = w.Files
 	if err != nil {
-		return m, fmt.Errorf("%w: %v", errSupProtocol, err)
+		return m, fmt.Errorf("%w: %w", errSupProtocol, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return m, fmt.Errorf("%w: data after the message", errSupProtocol)
@@ -231,7 +231,7 @@ func (s *supConn) send(m supMsg, files ...*os.File) error {
 		_, err = s.c.Write(line)
 	}
 	if err != nil {
-		s.c.Close()
+		_ = s.c.Close()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("sandboxserver: the other end of the supervisor socket took nothing for %s: %w", supWriteTimeout, err)
 		}
@@ -295,7 +295,7 @@ func (s *supConn) recv() (supMsg, []int, error) {
 func (s *supConn) takeRights(oob []byte, start, end int64) error {
 	msgs, err := syscall.ParseSocketControlMessage(oob)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errSupProtocol, err)
+		return fmt.Errorf("%w: %w", errSupProtocol, err)
 	}
 	var fds []int
 	for _, m := range msgs {

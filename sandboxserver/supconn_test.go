@@ -397,7 +397,6 @@ func TestSupConnPassesDescriptors(t *testing.T) {
 	// The sender closed its duplicates: with the received ones closed,
 	// the pipes' last write ends are ws.
 	closeFDs(fds)
-	fds = nil
 	for i := range ws {
 		ws[i].Close()
 		buf := make([]byte, 1)

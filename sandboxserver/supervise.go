@@ -66,11 +66,11 @@ func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 	defer func() {
 		killTree(os.Getpid())
 		p.close()
-		c.c.Close()
+		_ = c.c.Close()
 	}()
 	go func() {
 		<-ctx.Done()
-		c.c.Close()
+		_ = c.c.Close()
 	}()
 
 	var mu sync.Mutex

@@ -30,14 +30,12 @@ type worker struct {
 	in       *os.File   // frames to the runner (its fd 3), written only by writeLoop
 	stdout   *capture
 	stderr   *capture
-	streams  []*os.File    // the read ends the captures read
 	exited   chan struct{} // closed when the process has been reaped
 	status   syscall.WaitStatus
 	frames   chan workerFrame
 	quit     chan struct{} // closed when the worker is discarded
 	killOnce sync.Once
 	ready    *wire.ReadyFrame
-	readyErr error
 	// readySeen: the frame reader has read the ready frame. Tool calls
 	// before it are refused.
 	readySeen atomic.Bool
@@ -360,8 +358,8 @@ func (w *worker) send(line []byte) error {
 		switch {
 		case werr == nil && n == len(line):
 			return nil
-		case werr != nil && werr != unix.EAGAIN && werr != unix.EINTR:
-			w.stopWriterLocked(fmt.Errorf("its control channel broke (%v)", werr))
+		case werr != nil && !errors.Is(werr, unix.EAGAIN) && !errors.Is(werr, unix.EINTR):
+			w.stopWriterLocked(fmt.Errorf("its control channel broke (%w)", werr))
 			return errWorkerGone
 		}
 		line = line[n:]
@@ -412,7 +410,7 @@ func (w *worker) writeLoop() {
 			w.wqBytes -= len(line)
 		}
 		if err != nil {
-			w.stopWriterLocked(fmt.Errorf("its control channel broke (%v)", err))
+			w.stopWriterLocked(fmt.Errorf("its control channel broke (%w)", err))
 			return
 		}
 	}

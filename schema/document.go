@@ -147,14 +147,14 @@ func toJSON(v any) (any, error) {
 		var err error
 		data, err = json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+			return nil, fmt.Errorf("%w: %w", ErrNotJSON, err)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var out any
 	if err := dec.Decode(&out); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotJSON, err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: trailing data after the schema", ErrNotJSON)
@@ -539,10 +539,7 @@ func (e *expander) expandObject(raw map[string]any) map[string]any {
 	e.steps++
 	if e.steps > maxExpansions || len(e.seen) >= maxRefChain {
 		for _, k := range [...]string{"$ref", "$dynamicRef", "allOf"} {
-			// kw may be the raw object, which must stay untouched.
-			if _, ok := kw[k]; ok {
-				delete(kw, k)
-			}
+			delete(kw, k)
 		}
 		return kw
 	}

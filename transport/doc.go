@@ -1,41 +1,30 @@
-// Package transport defines how the host talks to a sandbox: the frame
-// protocol spoken over one byte stream, and the Backend and Session contract
-// that every sandbox implementation satisfies.
-//
-// # Frames
-//
-// A frame is one JSON object on one line, terminated by "\n". Every frame has
-// a "kind" key naming its type. Decoding is strict, because frames written by
-// the sandbox are hostile input:
-//
-//   - keys are matched exactly (case-sensitive); a key that the kind does not
-//     define is an error, as is a missing required key;
-//   - a line longer than the reader's limit is an error, never a large
-//     allocation (see [MaxFrameSize]);
-//   - an unknown kind is an error.
-//
-// The sandbox announces itself with a ready frame carrying [ProtocolVersion].
-// A host that reads a different version fails with a [*VersionError].
-//
-// A block runs as: the host sends run; the sandbox sends any number of
-// tool_call (answered by tool_result), cancel and log frames; then done, then
-// output. Files the block created or changed are listed in output and can be
-// fetched with get_file. shutdown ends the session.
+// Package transport is the contract between Code Mode and a sandbox: what a
+// plugin needs to run code, and what every backend provides.
 //
 // # Sessions
 //
 // A [Backend] opens [Session]s. One session is one sandbox with one
 // persistent Python worker: variables and files survive from one
 // [Session.Exec] to the next until [Session.Close]. Tool calls made by the
-// code arrive at the [ToolHandler] given in [SessionConfig], concurrently.
+// code arrive at the [ToolHandler] given in [SessionConfig], concurrently,
+// and are answered with a [ToolResult]: a value, or a [ToolError] that the
+// code gets as a Python exception.
 //
-// [NewClient] turns any frame stream into a Session, so a backend only has to
-// start a sandbox server and hand over its stream; the jail, the unsandboxed
-// development backend and the remote backends all do this.
+// A [Result] says how a block ended (its exit code, whether it was stopped
+// in place or its worker reset, whether it left work in the background)
+// and lists the workspace [File]s it created or changed. A lost connection
+// is a [*ConnectionError] whose [Stage] says whether the block may have
+// run, which decides whether it is safe to run it again.
+//
+// [Pool] wraps a backend and keeps sessions started ahead of need.
+//
+// This package has no wire types: how frames travel is the business of
+// package transport/wire, and how a sandbox is started that of the
+// backends (package backend/jail, backend/unsandboxed) and of
+// sandboxserver.Launch, their shared recipe.
 //
 // # Concurrency
 //
 // A Session's Exec calls are serialised by the session itself; Close may be
 // called at any time from any goroutine and unblocks a running Exec.
-// A [Conn] supports one concurrent reader and any number of writers.
 package transport

@@ -156,7 +156,7 @@ func newCgroups(memBytes int64, pidsMax int) *cgroupSet {
 		if d == cs.mem || d == cs.pids {
 			keep = append(keep, d)
 		} else {
-			rmdirRetry(d.path)
+			_ = rmdirRetry(d.path)
 		}
 	}
 	cs.dirs = keep

@@ -70,7 +70,7 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 	}
 	rep.Enforcement = c.Enforced()
 	if err := c.Wait(); err != nil {
-		return rep, fmt.Errorf("jail: check: probe failed: %v: %s", err, errb.Bytes())
+		return rep, fmt.Errorf("jail: check: probe failed: %w: %s", err, errb.Bytes())
 	}
 	var probe struct {
 		Ifaces []string

@@ -240,7 +240,7 @@ type Report struct {
 // without the needed system calls.
 var ErrUnsupported = errors.New("jail: Linux namespaces are unavailable on this host " +
 	"(needs Linux 5.12+ on amd64 with user namespaces enabled); " +
-	"use the \"unsandboxed\" development backend or the remote WebSocket backend instead")
+	"run the sandbox on a Linux host that has them, or use the \"unsandboxed\" development backend (no isolation) for development")
 
 // SetupError is returned by [Start] when a step of the jail's setup failed.
 // Err is a syscall.Errno where the failing step was a system call, so

@@ -109,8 +109,9 @@
 // # Platforms
 //
 // Linux 5.12 or later on amd64. Elsewhere, and where user namespaces are
-// disabled, Start and Check return an error wrapping [ErrUnsupported]; use
-// the "unsandboxed" development backend or the remote WebSocket backend.
+// disabled, Start and Check return an error wrapping [ErrUnsupported]; run
+// the sandbox on a Linux host that has them, or use the "unsandboxed"
+// development backend (no isolation) for development.
 //
 // # Concurrency
 //

@@ -55,7 +55,7 @@ func buildRoot(c *initConfig) error {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
 			if err == unix.ENOSYS {
-				return fmt.Errorf("%w (open_tree: %v)", ErrUnsupported, err)
+				return fmt.Errorf("%w (open_tree: %w)", ErrUnsupported, err)
 			}
 			return stepErr("clone "+src, err)
 		}

@@ -110,7 +110,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 			fd, err := unix.OpenTree(unix.AT_FDCWD, t, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 			if err != nil {
 				if err == unix.ENOSYS {
-					return nil, fmt.Errorf("%w (open_tree: %v)", ErrUnsupported, err)
+					return nil, fmt.Errorf("%w (open_tree: %w)", ErrUnsupported, err)
 				}
 				return nil, fmt.Errorf("jail: clone %s: %w", t, err)
 			}
@@ -172,7 +172,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		_ = cg.remove()
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) ||
 			errors.Is(err, syscall.EACCES) && rootless {
-			return nil, fmt.Errorf("%w: cannot create namespaces: %v", ErrUnsupported, err)
+			return nil, fmt.Errorf("%w: cannot create namespaces: %w", ErrUnsupported, err)
 		}
 		return nil, fmt.Errorf("jail: start: %w", err)
 	}
@@ -199,7 +199,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("jail: init exited before reporting (config write: %v): %v", werr, waitErr)
+		return nil, fmt.Errorf("jail: init exited before reporting (config write: %w): %w", werr, waitErr)
 	}
 	if err := msg.err(); err != nil {
 		_ = cmd.Wait()
@@ -258,7 +258,7 @@ func uidMapString(rootless bool, cfg Config) string {
 func checkExecutable() error {
 	fi, err := os.Stat("/proc/self/exe")
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+		return fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
 	if fi.Mode().Perm()&0o001 == 0 {
 		return fmt.Errorf("jail: the running executable has mode %v; it must be executable by others (o+x) "+
@@ -281,7 +281,7 @@ func cgroupsWritable() bool {
 // supported checks for user namespaces before anything is started.
 func supported() error {
 	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
-		return fmt.Errorf("%w: no user namespace support (%v)", ErrUnsupported, err)
+		return fmt.Errorf("%w: no user namespace support (%w)", ErrUnsupported, err)
 	}
 	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && string(b) == "0\n" {
 		return fmt.Errorf("%w: user.max_user_namespaces is 0", ErrUnsupported)

@@ -74,7 +74,7 @@ func run(ctx context.Context, out io.Writer, modelName, backendName, prompt stri
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }()
 
 	t := &transcript{out: out}
 	a, err := llmagent.New(llmagent.Config{

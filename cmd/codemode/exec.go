@@ -97,7 +97,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "codemode exec: --out: %v\n", err)
 			return 2
 		}
-		defer outRoot.Close()
+		defer func() { _ = outRoot.Close() }()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -272,12 +272,7 @@ func errorType(err error) string {
 		if name := t.Name(); name != "" && isExported(name) && t.PkgPath() != "errors" && t.PkgPath() != "fmt" {
 			return name
 		}
-		switch u := e.(type) {
-		case interface{ Unwrap() error }:
-			e = u.Unwrap()
-		default:
-			e = nil
-		}
+		e = errors.Unwrap(e)
 	}
 	return "ToolError"
 }

@@ -15,10 +15,9 @@ import (
 var environments sync.Map // backend name → *envEntry
 
 type envEntry struct {
-	once  sync.Once
-	mu    sync.Mutex
-	env   transport.Environment
-	known bool
+	once sync.Once
+	mu   sync.Mutex
+	env  transport.Environment
 }
 
 // probeTimeout bounds the one probe per backend.
@@ -54,6 +53,6 @@ func recordEnvironment(b transport.Backend, env transport.Environment) {
 	v, _ := environments.LoadOrStore(b.Name(), &envEntry{})
 	ent := v.(*envEntry)
 	ent.mu.Lock()
-	ent.env, ent.known = env, true
+	ent.env = env
 	ent.mu.Unlock()
 }

@@ -125,12 +125,11 @@ type fixture struct {
 }
 
 type fixtureConfig struct {
-	cfg        Config
-	agent      llmagent.Config // Name, Model and Instruction are filled in
-	plugins    []*plugin.Plugin
-	noPlugin   bool // attach only the before-model hook to the agent, without the plugin
-	skipNoJail bool
-	artifacts  artifact.Service // the runner's artifact service; nil for none
+	cfg       Config
+	agent     llmagent.Config // Name, Model and Instruction are filled in
+	plugins   []*plugin.Plugin
+	noPlugin  bool             // attach only the before-model hook to the agent, without the plugin
+	artifacts artifact.Service // the runner's artifact service; nil for none
 }
 
 func newFixture(t *testing.T, m *scriptedModel, fc fixtureConfig) *fixture {

@@ -9,7 +9,8 @@ import (
 	"google.golang.org/genai"
 )
 
-// Artifact names. ADK Go refuses "/" and "\" in artifact names and keeps
+// ReservedPrefix begins the names of the artifacts Code Mode saves itself.
+// ADK Go refuses "/" and "\" in artifact names and keeps
 // no custom metadata, so Code Mode names what it saves itself:
 //
 //	codemode-stdout-<call>.txt     full stdout of a block cut for the model

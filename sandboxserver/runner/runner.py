@@ -18,6 +18,15 @@ import os
 import sys
 
 _RFD, _WFD = 3, 4
+
+# The frame protocol this runner speaks with the server. A test holds these
+# against the Go side (transport/wire), so the two cannot drift apart.
+PROTOCOL_VERSION = 1
+KIND_READY = "ready"
+KIND_RUN = "run"
+KIND_TOOL_CALL = "tool_call"
+KIND_TOOL_RESULT = "tool_result"
+KIND_DONE = "done"
 _FILENAME = "<code-mode>"
 _MAX_LINE = 64 << 20
 
@@ -186,11 +195,11 @@ class _Channel:
 
     def _dispatch(self, frame):
         kind = frame.get("kind")
-        if kind == "tool_result":
+        if kind == KIND_TOOL_RESULT:
             fid = frame.get("id")
             if fid in self._waiting:
                 self._results[fid] = frame
-        elif kind == "run":
+        elif kind == KIND_RUN:
             self._runs.append(frame)
 
     def wait_for(self, pred):
@@ -233,7 +242,7 @@ class _Channel:
             self._seq += 1
             cid = f"{self._prefix}-{self._seq}"
             self._waiting.add(cid)
-        frame = {"kind": "tool_call", "id": cid, "name": name, "args": args}
+        frame = {"kind": KIND_TOOL_CALL, "id": cid, "name": name, "args": args}
         if timeout is not None:
             frame["timeout_ms"] = max(1, int(float(timeout) * 1000))
         try:
@@ -561,7 +570,7 @@ def main():
     err = sys.__stderr__
 
     _chan.send_line(
-        _dumps({"kind": "ready", "protocol_version": 1, "python_version": sys.version.split()[0], "packages": _packages()})
+        _dumps({"kind": KIND_READY, "protocol_version": PROTOCOL_VERSION, "python_version": sys.version.split()[0], "packages": _packages()})
     )
     while True:
         frame = _chan.next_run()
@@ -578,8 +587,7 @@ def main():
             except Exception:
                 pass
         _chan.send_line(
-            '{"kind":"done","id":%s,"exit_code":%d,"background":%s}'
-            % (_dumps(str(frame.get("id", ""))), exit_code, "true" if _background() else "false")
+            _dumps({"kind": KIND_DONE, "id": str(frame.get("id", "")), "exit_code": exit_code, "background": _background()})
         )
 
 

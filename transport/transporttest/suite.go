@@ -365,7 +365,7 @@ for t in ts: t.join()
 print(out)
 `, n, n))
 	wantOK(t, r)
-	if want := fmt.Sprint("[0, 1, 2, 3, 4, 5]\n"); r.Stdout != want {
+	if want := "[0, 1, 2, 3, 4, 5]\n"; r.Stdout != want {
 		t.Errorf("stdout = %q, want %q (each thread gets its own result)", r.Stdout, want)
 	}
 	if peak.Load() != n {

@@ -105,9 +105,9 @@ func NewClient(ctx context.Context, conn *Conn, cfg transport.SessionConfig, opt
 		err = fmt.Errorf("wire: the sandbox did not become ready within %s", opts.ReadyTimeout)
 	}
 	if err != nil {
-		c.closeConn()
+		_ = c.closeConn()
 		if !got {
-			<-ready // closing the stream ends the read
+			<-ready //nolint:errcheck // closing the stream ends the read; err says why
 		}
 		return nil, err
 	}

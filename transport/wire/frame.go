@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/adk-codemode/codemode/transport"
@@ -38,7 +39,7 @@ const (
 // types of this package.
 type Frame interface {
 	Kind() string
-	fields() []field
+	frame()
 }
 
 // ReadyFrame is the sandbox's greeting.
@@ -169,70 +170,19 @@ func (*InterruptFrame) Kind() string  { return KindInterrupt }
 func (*ShutdownFrame) Kind() string   { return KindShutdown }
 func (*ErrorFrame) Kind() string      { return KindError }
 
-// field names one JSON key of an object and where its value goes.
-type field struct {
-	key      string
-	required bool
-	dst      any // pointer passed to json.Unmarshal, or an object
-}
-
-func (f *ReadyFrame) fields() []field {
-	return []field{{"protocol_version", true, &f.ProtocolVersion}, {"python_version", false, &f.PythonVersion}, {"packages", false, &f.Packages}}
-}
-
-func (f *RunFrame) fields() []field {
-	return []field{{"id", true, &f.ID}, {"code", true, &f.Code}, {"timeout_ms", false, &f.TimeoutMS}, {"grace_ms", false, &f.GraceMS}, {"max_output_bytes", false, &f.MaxOutputBytes}}
-}
-
-func (f *ToolCallFrame) fields() []field {
-	return []field{{"id", true, &f.ID}, {"name", true, &f.Name}, {"args", true, &f.Args}, {"timeout_ms", false, &f.TimeoutMS}}
-}
-
-func (f *ToolResultFrame) fields() []field {
-	return []field{{"id", true, &f.ID}, {"ok", true, &f.OK}, {"value", false, &f.Value}, {"error", false, objectField{&f.Error}}}
-}
-
-func (f *CancelFrame) fields() []field {
-	return []field{{"id", true, &f.ID}, {"reason", false, &f.Reason}}
-}
-
-func (f *LogFrame) fields() []field {
-	return []field{{"level", false, &f.Level}, {"msg", true, &f.Msg}}
-}
-
-func (f *DoneFrame) fields() []field {
-	return []field{{"id", true, &f.ID}, {"exit_code", true, &f.ExitCode}, {"stopped", false, &f.Stopped}, {"reset", false, &f.Reset}, {"background", false, &f.Background}}
-}
-
-func (f *OutputFrame) fields() []field {
-	return []field{{"id", true, &f.ID}, {"stdout", true, &f.Stdout}, {"stderr", true, &f.Stderr}, {"stdout_dropped", false, &f.StdoutDropped}, {"stderr_dropped", false, &f.StderrDropped}, {"files", false, listField{&f.Files}}}
-}
-
-func (f *GetFileFrame) fields() []field {
-	return []field{{"id", true, &f.ID}, {"path", true, &f.Path}}
-}
-
-func (f *FileFrame) fields() []field {
-	return []field{{"id", true, &f.ID}, {"path", true, &f.Path}, {"data", false, &f.Data}, {"error", false, &f.Error}}
-}
-
-func (f *InterruptFrame) fields() []field { return []field{{"message", false, &f.Message}} }
-func (f *ShutdownFrame) fields() []field  { return nil }
-func (f *ErrorFrame) fields() []field     { return []field{{"message", true, &f.Message}} }
-
-func (e *ErrorInfo) fields() []field {
-	return []field{{"type", true, &e.Type}, {"message", true, &e.Message}, {"trace", false, &e.Trace}, {"status_code", false, &e.StatusCode}, {"body", false, &e.Body}}
-}
-
-func (fi *FileInfo) fields() []field {
-	return []field{{"path", true, &fi.Path}, {"size", true, &fi.Size}}
-}
-
-// objectField decodes a nullable nested object strictly.
-type objectField struct{ dst **ErrorInfo }
-
-// listField decodes a list of nested objects strictly.
-type listField struct{ dst *[]FileInfo }
+func (*ReadyFrame) frame()      {}
+func (*RunFrame) frame()        {}
+func (*ToolCallFrame) frame()   {}
+func (*ToolResultFrame) frame() {}
+func (*CancelFrame) frame()     {}
+func (*LogFrame) frame()        {}
+func (*DoneFrame) frame()       {}
+func (*OutputFrame) frame()     {}
+func (*GetFileFrame) frame()    {}
+func (*FileFrame) frame()       {}
+func (*InterruptFrame) frame()  {}
+func (*ShutdownFrame) frame()   {}
+func (*ErrorFrame) frame()      {}
 
 var newFrame = map[string]func() Frame{
 	KindReady:      func() Frame { return new(ReadyFrame) },
@@ -325,7 +275,7 @@ func Decode(line []byte) (Frame, error) {
 			return nil, &VersionError{Sandbox: v, Host: ProtocolVersion}
 		}
 	}
-	if err := fillFields(kind+" frame", raw, f.fields()); err != nil {
+	if err := fillFields(kind+" frame", raw, reflect.ValueOf(f).Elem()); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -489,9 +439,11 @@ func scanValue(data []byte, i, depth int) (int, error) {
 	}
 }
 
-func fillFields(what string, raw map[string]json.RawMessage, fields []field) error {
-	for _, fd := range fields {
-		v, ok := raw[fd.key]
+// fillFields decodes raw's keys into the struct v by the struct's key
+// table, and fails on a missing required key or a key it does not define.
+func fillFields(what string, raw map[string]json.RawMessage, v reflect.Value) error {
+	for _, fd := range keysOf(v.Type()) {
+		data, ok := raw[fd.key]
 		if !ok {
 			if fd.required {
 				return protocolErrorf("%s: missing key %q", what, fd.key)
@@ -499,32 +451,25 @@ func fillFields(what string, raw map[string]json.RawMessage, fields []field) err
 			continue
 		}
 		delete(raw, fd.key)
-		isNull := bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+		isNull := bytes.Equal(bytes.TrimSpace(data), []byte("null"))
 		if isNull && fd.required {
 			return protocolErrorf("%s: key %q is null", what, fd.key)
 		}
+		dst := v.Field(fd.index)
+		if isNull {
+			dst.SetZero()
+			continue
+		}
 		var err error
-		switch dst := fd.dst.(type) {
-		case objectField:
-			if isNull {
-				*dst.dst = nil
-				continue
-			}
-			e := new(ErrorInfo)
-			err = decodeStrict(fd.key, v, e)
-			*dst.dst = e
-		case listField:
-			if isNull {
-				*dst.dst = nil
-				continue
-			}
-			err = decodeFileList(fd.key, v, dst.dst)
+		switch fd.nested {
+		case nestedObject:
+			obj := reflect.New(dst.Type().Elem())
+			err = decodeObject(fd.key, data, obj.Elem())
+			dst.Set(obj)
+		case nestedList:
+			err = decodeList(fd.key, data, dst)
 		default:
-			if isNull {
-				continue
-			}
-			err = json.Unmarshal(v, dst)
-			if err != nil {
+			if err = json.Unmarshal(data, dst.Addr().Interface()); err != nil {
 				err = protocolErrorf("%s: key %q: %s", what, fd.key, clip.String(err.Error(), 256)) // may quote the value
 			}
 		}
@@ -542,28 +487,28 @@ func fillFields(what string, raw map[string]json.RawMessage, fields []field) err
 	return nil
 }
 
-type fielder interface{ fields() []field }
-
-func decodeStrict(what string, data []byte, dst fielder) error {
+// decodeObject decodes a nested object strictly into the struct v.
+func decodeObject(what string, data []byte, v reflect.Value) error {
 	raw, err := splitObject(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fillFields(what, raw, dst.fields())
+	return fillFields(what, raw, v)
 }
 
-func decodeFileList(what string, data []byte, dst *[]FileInfo) error {
+// decodeList decodes a list of nested objects strictly into the slice v.
+func decodeList(what string, data []byte, v reflect.Value) error {
 	var items []json.RawMessage
 	if err := json.Unmarshal(data, &items); err != nil {
 		return protocolErrorf("%s: not a list of objects", what)
 	}
-	out := make([]FileInfo, len(items))
+	out := reflect.MakeSlice(v.Type(), len(items), len(items))
 	for i, it := range items {
-		if err := decodeStrict(fmt.Sprintf("%s[%d]", what, i), it, &out[i]); err != nil {
+		if err := decodeObject(fmt.Sprintf("%s[%d]", what, i), it, out.Index(i)); err != nil {
 			return err
 		}
 	}
-	*dst = out
+	v.Set(out)
 	return nil
 }
 

@@ -1,0 +1,5 @@
+// Package layering holds the module's package graph to the order of the
+// README's layout table: data flows one way, from the CLI and the plugin
+// down to the contract, and no package imports one above it. It has no
+// code, only the test that checks this.
+package layering
