@@ -6,7 +6,7 @@ BENCHTIME ?= 2000x
 # golangci-lint is pinned; `go run` builds it once into the build cache.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: demo test lint fmt vet bench fuzz golden tidy build
+.PHONY: demo test lint fmt vet bench fuzz golden tidy build soak
 
 ## demo: run the demo agent (scripted model unless GOOGLE_API_KEY is set)
 demo:
@@ -28,6 +28,11 @@ fmt:
 
 build:
 	$(GO) build $(PKGS)
+
+## soak: 1,000 turns through a real runner and the jail with injected faults (make test runs 150)
+SOAK_TURNS ?= 1000
+soak:
+	CODEMODE_SOAK_TURNS=$(SOAK_TURNS) $(GO) test -count=1 -timeout 60m -run '^TestSoak$$' -v ./plugin/codemode
 
 ## bench: the sandbox and catalog benchmarks (see docs/benchmarks.md)
 bench:

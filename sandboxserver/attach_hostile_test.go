@@ -5,8 +5,11 @@ package sandboxserver
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -356,5 +359,83 @@ func TestAttachFirstSpawnErrors(t *testing.T) {
 	err = attachHostile(t, func(t *testing.T, c *supConn) {})
 	if err == nil || strings.Contains(err.Error(), "answer  ") || !strings.Contains(err.Error(), "spawned within") {
 		t.Errorf("no first answer: %v; want an error that names spawned", err)
+	}
+}
+
+// TestWorkerLostBetweenBlocksNoRestart: a worker that exits between blocks
+// and cannot be replaced is reported as such, never as restarted.
+func TestWorkerLostBetweenBlocksNoRestart(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	s, _, c := attachFake(t, nil, nil)
+	// The worker dies while no block runs; the fake refuses a new one.
+	if err := c.send(supMsg{Op: "exited", Pid: fakePid, Status: 9}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Exec(t.Context(), transport.Block{Code: "print(1)"})
+	if err == nil || !strings.Contains(err.Error(), "no new one could be started") {
+		t.Errorf("Exec after the lost worker: %v; want an error that says no new worker could be started", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logs.String(), "a new one was started") {
+		t.Errorf("the host was told a new worker was started when none was:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestServerDropsFramesOfOtherBlocks: a worker's done for a block that is
+// not running is dropped and counted, not applied and not a reset; a tool
+// call naming another block is refused in the worker's own pipe.
+func TestServerDropsFramesOfOtherBlocks(t *testing.T) {
+	s, w, _ := attachFake(t, nil, nil)
+	refused := make(chan *wire.ToolResultFrame, 1)
+	go func() {
+		f, err := w.conn.Read()
+		run, ok := f.(*wire.RunFrame)
+		if err != nil || !ok {
+			t.Errorf("the worker read %v, %v", f, err)
+			return
+		}
+		_ = w.conn.Write(&wire.ToolCallFrame{ID: "c1", Block: "b-old", Name: "probe", Args: map[string]any{}})
+		if f, err := w.conn.Read(); err == nil {
+			if r, ok := f.(*wire.ToolResultFrame); ok {
+				refused <- r
+			}
+		}
+		_ = w.conn.Write(&wire.DoneFrame{ID: "b-old", ExitCode: 7})
+		_, _ = w.stdout.WriteString("mine\n")
+		time.Sleep(100 * time.Millisecond)
+		_ = w.conn.Write(&wire.DoneFrame{ID: run.ID})
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r, err := s.Exec(ctx, transport.Block{Code: "print('mine')"})
+	if err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	if r.ExitCode != 0 || r.Reset || r.Stdout != "mine\n" {
+		t.Errorf("result %+v: want the running block's own end, with no reset", r)
+	}
+	select {
+	case res := <-refused:
+		if res.Error == nil || !strings.Contains(res.Error.Message, `block "b-old"`) {
+			t.Errorf("the other block's call got %+v, want a refusal naming its block", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the other block's tool call was not answered")
 	}
 }

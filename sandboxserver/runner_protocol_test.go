@@ -25,6 +25,7 @@ func TestRunnerProtocolMatchesWire(t *testing.T) {
 		"KIND_TOOL_CALL":   wire.KindToolCall,
 		"KIND_TOOL_RESULT": wire.KindToolResult,
 		"KIND_DONE":        wire.KindDone,
+		"KIND_INTERRUPT":   wire.KindInterrupt,
 	}
 	for name, kind := range want {
 		if got := consts[name]; got != strconv.Quote(kind) {

@@ -15,7 +15,7 @@ import (
 )
 
 const (
-	defaultGrace  = 5 * time.Second
+	defaultGrace  = wire.DefaultGrace
 	resignalEvery = 100 * time.Millisecond
 	maxPending    = 4096
 )
@@ -33,11 +33,22 @@ type server struct {
 	// that a tool call and its result never wait for the main loop.
 	mu sync.Mutex
 	// pending tool calls relayed to the host and not yet answered, with
-	// the worker that made each
-	pending map[string]*worker
+	// the worker and block that made each
+	pending map[string]pendingCall
 	// stopping: the running block is being interrupted; no new calls
 	stopping bool
-	cur      *block
+	// curID is the running block's id, "" between blocks: only its tool
+	// calls are admitted.
+	curID string
+	cur   *block
+	// dropped counts frames for a block that was not running.
+	dropped int
+}
+
+// pendingCall is a tool call in flight.
+type pendingCall struct {
+	w     *worker
+	block string
 }
 
 // block is the state of the running block.
@@ -71,7 +82,7 @@ func Serve(ctx context.Context, conn *wire.Conn, cfg Config) error {
 // serve runs a session with the worker's processes in p. With calls, the
 // worker's tool calls run here instead of going to the host as frames.
 func serve(ctx context.Context, conn *wire.Conn, cfg *Config, p procs, calls *wire.Calls) error {
-	s := &server{cfg: *cfg, host: conn, procs: p, files: p.files(), calls: calls, pending: make(map[string]*worker)}
+	s := &server{cfg: *cfg, host: conn, procs: p, files: p.files(), calls: calls, pending: make(map[string]pendingCall)}
 	w, err := s.startWorker()
 	if err != nil {
 		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
@@ -159,7 +170,11 @@ func (s *server) onHostFrame(f wire.Frame) (stop bool, err error) {
 		}
 		return false, s.startBlock(f)
 	case *wire.InterruptFrame:
-		if s.cur != nil && !s.cur.stopping {
+		if s.cur == nil || f.Block != s.cur.id {
+			s.drop(f.Kind(), f.Block)
+			return false, nil
+		}
+		if !s.cur.stopping {
 			s.beginStop(f.Message)
 		}
 		return false, nil
@@ -175,6 +190,17 @@ func (s *server) onHostFrame(f wire.Frame) (stop bool, err error) {
 	default:
 		return true, s.fail("the host sent a %s frame, which only a sandbox sends", f.Kind())
 	}
+}
+
+// drop counts a frame for a block that is not running, which is never
+// applied to another, and logs it to the host.
+func (s *server) drop(kind, block string) {
+	s.dropped++
+	running := ""
+	if s.cur != nil {
+		running = s.cur.id
+	}
+	_ = s.host.Write(&wire.LogFrame{Level: "warning", Msg: (&wire.BlockMismatchError{Kind: kind, Block: block, Running: running}).Error()})
 }
 
 func (s *server) fail(format string, args ...any) error {
@@ -211,6 +237,9 @@ func (s *server) startBlock(f *wire.RunFrame) error {
 		b.timer = time.NewTimer(b.timeout)
 	}
 	s.cur = b
+	s.mu.Lock()
+	s.curID = b.id
+	s.mu.Unlock()
 	// The frame is queued, never written here: a worker that does not
 	// read it must not stop the loop that enforces the timeout. One that
 	// is gone shows up as its exit or a broken channel.
@@ -228,6 +257,11 @@ func (s *server) beginStop(message string) {
 	s.mu.Lock()
 	s.stopping = true
 	s.mu.Unlock()
+	// The frame names the block, and the runner raises CodeTimeout only in
+	// the block it names: a signal that arrives late finds another block
+	// running and is ignored. It goes before the signal, which wakes the
+	// worker to read it.
+	_ = s.w.write(&wire.InterruptFrame{Block: b.id, Message: message})
 	s.interruptWorker(s.w)
 	s.cancelPending()
 	if b.timer != nil {
@@ -252,12 +286,15 @@ func (s *server) relayCall(w *worker, f *wire.ToolCallFrame) (run func()) {
 		refuse = &wire.ErrorInfo{Type: "ProtocolError", Message: "a tool call before the worker's ready frame; it was not run"}
 	case len(s.pending) >= maxPending:
 		refuse = &wire.ErrorInfo{Type: "ToolError", Message: "too many tool calls in flight"}
+	case f.Block != s.curID:
+		refuse = &wire.ErrorInfo{Type: "ToolError", Message: (&wire.BlockMismatchError{Kind: wire.KindToolCall, Block: f.Block, Running: s.curID}).Error() +
+			": a tool call counts only while the block that made it runs"}
 	case s.stopping:
 		refuse = &wire.ErrorInfo{Type: "TimeoutError", Message: "the code is being stopped; no new tool calls"}
-	case s.pending[f.ID] != nil:
+	case s.pending[f.ID].w != nil:
 		refuse = &wire.ErrorInfo{Type: "ProtocolError", Message: "duplicate tool call id"}
 	default:
-		s.pending[f.ID] = w
+		s.pending[f.ID] = pendingCall{w: w, block: f.Block}
 		if s.calls != nil {
 			// Admitted under mu, so that a reset that takes the pending
 			// calls finds this one running and can cancel it. Start
@@ -281,7 +318,7 @@ func (s *server) relayCall(w *worker, f *wire.ToolCallFrame) (run func()) {
 // frame reader.
 func (s *server) relayResult(f *wire.ToolResultFrame) {
 	s.mu.Lock()
-	w := s.pending[f.ID]
+	w := s.pending[f.ID].w
 	s.mu.Unlock()
 	if w != nil {
 		_ = s.deliver(w, f)
@@ -294,7 +331,7 @@ func (s *server) relayResult(f *wire.ToolResultFrame) {
 // waits for the worker.
 func (s *server) deliver(w *worker, f *wire.ToolResultFrame) error {
 	s.mu.Lock()
-	ok := s.pending[f.ID] == w
+	ok := s.pending[f.ID].w == w
 	s.mu.Unlock()
 	if !ok {
 		return nil
@@ -303,7 +340,7 @@ func (s *server) deliver(w *worker, f *wire.ToolResultFrame) error {
 		return err
 	}
 	s.mu.Lock()
-	if s.pending[f.ID] == w {
+	if s.pending[f.ID].w == w {
 		delete(s.pending, f.ID)
 	}
 	s.mu.Unlock()
@@ -311,22 +348,22 @@ func (s *server) deliver(w *worker, f *wire.ToolResultFrame) error {
 }
 
 // takePending removes and returns the pending calls.
-func (s *server) takePending() map[string]*worker {
+func (s *server) takePending() map[string]pendingCall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pending
-	s.pending = make(map[string]*worker)
+	s.pending = make(map[string]pendingCall)
 	return p
 }
 
 // cancelCalls cancels the tool calls in p on the host (here, or with a
 // cancel frame), since their worker no longer waits for them.
-func (s *server) cancelCalls(p map[string]*worker, reason string) {
-	for id := range p {
+func (s *server) cancelCalls(p map[string]pendingCall, reason string) {
+	for id, c := range p {
 		if s.calls != nil {
 			s.calls.Cancel(id)
 		} else {
-			_ = s.host.Write(&wire.CancelFrame{ID: id, Reason: reason})
+			_ = s.host.Write(&wire.CancelFrame{ID: id, Block: c.block, Reason: reason})
 		}
 	}
 }
@@ -336,9 +373,9 @@ func (s *server) cancelCalls(p map[string]*worker, reason string) {
 func (s *server) cancelPending() {
 	p := s.takePending()
 	s.cancelCalls(p, "the code was stopped")
-	for id, w := range p {
+	for id, c := range p {
 		// Queued, never waited for; a broken worker shows up on its own.
-		_ = w.write(&wire.ToolResultFrame{ID: id, Error: &wire.ErrorInfo{
+		_ = c.w.write(&wire.ToolResultFrame{ID: id, Error: &wire.ErrorInfo{
 			Type: "TimeoutError", Message: "the tool call was cancelled because the code was stopped",
 		}})
 	}
@@ -368,11 +405,13 @@ func (s *server) reset(note string, exitCode int) error {
 	stderr, errDropped := old.stderr.take()
 	w, err := s.startWorker()
 	if err != nil {
+		err = fmt.Errorf("the Python process was lost and no new one could be started: %w", err)
 		_ = s.host.Write(&wire.ErrorFrame{Message: err.Error()})
 		return err
 	}
 	s.mu.Lock()
 	s.stopping = false
+	s.curID = ""
 	s.w = w
 	s.mu.Unlock()
 	s.stopTimers()
@@ -402,10 +441,21 @@ func (s *server) stopTimers() {
 func (s *server) onWorkerExit() error {
 	st := s.w.status
 	note := fmt.Sprintf("codemode: the Python process ended (%s), so a new one was started; variables from earlier blocks are gone.", describeStatus(st))
-	if s.cur == nil {
+	return s.resetIdle(note, exitCodeOf(st))
+}
+
+// resetIdle resets the worker; between blocks, where no block's output
+// can carry the note, it goes to the host as a warning once the new
+// worker runs. A reset that could not start one says so itself.
+func (s *server) resetIdle(note string, exitCode int) error {
+	idle := s.cur == nil
+	if err := s.reset(note, exitCode); err != nil {
+		return err
+	}
+	if idle {
 		_ = s.host.Write(&wire.LogFrame{Level: "warning", Msg: note})
 	}
-	return s.reset(note, exitCodeOf(st))
+	return nil
 }
 
 // onWorkerBroken handles a worker whose control pipe to it broke, or that
@@ -418,10 +468,7 @@ func (s *server) onWorkerBroken(err error) error {
 	case <-time.After(time.Second):
 	}
 	note := "codemode: the Python process was restarted because " + clip.String(err.Error(), 200) + "; it and everything it started were killed, and variables from earlier blocks are gone."
-	if s.cur == nil {
-		_ = s.host.Write(&wire.LogFrame{Level: "warning", Msg: note})
-	}
-	return s.reset(note, 1)
+	return s.resetIdle(note, 1)
 }
 
 func (s *server) onWorkerFrame(wf workerFrame) error {
@@ -442,7 +489,8 @@ func (s *server) onWorkerFrame(wf workerFrame) error {
 		return s.host.Write(f)
 	case *wire.DoneFrame:
 		if s.cur == nil || f.ID != s.cur.id {
-			return s.reset("codemode: the Python process reported the end of a block that was not running; it was restarted.", 1)
+			s.drop(f.Kind(), f.ID)
+			return nil
 		}
 		return s.finish(f)
 	default:
@@ -456,6 +504,7 @@ func (s *server) finish(d *wire.DoneFrame) error {
 	s.cur = nil
 	s.mu.Lock()
 	s.stopping = false
+	s.curID = ""
 	s.mu.Unlock()
 	// The worker flushed its streams before it sent done: what they hold
 	// now is the block's.

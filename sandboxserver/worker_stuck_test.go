@@ -90,7 +90,7 @@ func fakePython(t *testing.T, dir string) string {
 	script := `#!/bin/sh
 log="` + dir + `/$$.log"
 : > "$log"
-printf '%s\n' '{"kind":"tool_call","id":"early","name":"secret","args":{}}' '{"kind":"ready","protocol_version":1}' >&4
+printf '%s\n' '{"kind":"tool_call","id":"early","block":"b1","name":"secret","args":{}}' '{"kind":"ready","protocol_version":2}' >&4
 while IFS= read -r line <&3; do
 	printf '%s\n' "$line" >> "$log"
 	case $line in

@@ -62,7 +62,7 @@ type Block struct {
 	// calls are cancelled.
 	Timeout time.Duration
 	// Grace is how long an interrupted block may take to stop before the
-	// worker is killed and restarted. Zero means 5s.
+	// worker is killed and restarted. Zero means 1s.
 	Grace time.Duration
 	// MaxOutputBytes bounds what is kept of stdout and of stderr; past it
 	// the middle is dropped. Zero means the server's default (4 MiB, also

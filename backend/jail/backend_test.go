@@ -141,8 +141,10 @@ func TestSessionLimitsApplyToWorker(t *testing.T) {
 	r, err := s.Exec(t.Context(), transport.Block{Code: `
 import resource, os
 print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resource.RLIMIT_NPROC)[0])
-# Only stdin, stdout, stderr and the two control pipes: the server's own
-# connection to the host is not among them (the sixth is listdir's own).
+# Only stdin, stdout, stderr, the two control pipes and the runner's
+# copies of stdout and stderr (which give every block sound streams): the
+# server's own connection to the host is not among them (the eighth is
+# listdir's own).
 print(os.getpid() != 1, len(os.listdir("/proc/self/fd")))
 `, Timeout: 20 * time.Second})
 	if err != nil {
@@ -150,7 +152,7 @@ print(os.getpid() != 1, len(os.listdir("/proc/self/fd")))
 	}
 	// Address space: the default for 512 MiB of memory, 512 MiB + 1 GiB;
 	// processes: 100 less the 16 kept for the server.
-	if want := "1536 256 84\nTrue 6\n"; r.Stdout != want {
+	if want := "1536 256 84\nTrue 8\n"; r.Stdout != want {
 		t.Errorf("stdout %q, want %q (stderr %q)", r.Stdout, want, r.Stderr)
 	}
 }

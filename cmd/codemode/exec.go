@@ -56,6 +56,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	backend := fs.String("backend", defaultBackend, "sandbox `name`: "+backendNames())
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
 	timeout := fs.Duration("timeout", 60*time.Second, "time limit per block; 0 means none")
+	grace := fs.Duration("grace", time.Second, "how long an interrupted block may take to stop before the worker is reset")
 	asJSON := fs.Bool("json", false, "print one JSON object per block")
 	out := fs.String("out", "", "copy the files each block creates or changes in the workspace to `dir`")
 	if code, ok := parseFlags(fs, args, -1); !ok {
@@ -77,6 +78,10 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		blocks = []string{code}
+	}
+	if *grace <= 0 {
+		fmt.Fprintln(stderr, "codemode exec: --grace must be positive")
+		return 2
 	}
 	if *timeout < 0 {
 		fmt.Fprintln(stderr, "codemode exec: --timeout must not be negative")
@@ -111,7 +116,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	for i, code := range blocks {
-		res, err := s.Exec(ctx, transport.Block{Code: code, Timeout: *timeout})
+		res, err := s.Exec(ctx, transport.Block{Code: code, Timeout: *timeout, Grace: *grace})
 		if err != nil {
 			fmt.Fprintf(stderr, "codemode exec: block %d of %d: %v\n", i+1, len(blocks), err)
 			return 1

@@ -14,6 +14,7 @@ const (
 	DefaultMaxOutputChars = 50_000
 	DefaultMaxCodeChars   = 1_000_000
 	DefaultTimeout        = 60 * time.Second
+	DefaultGrace          = time.Second
 	DefaultIdleTimeout    = 10 * time.Minute
 	DefaultBlockBudget    = 50_000
 	// DefaultLargeResultBytes is the size of a tool result, in bytes of
@@ -46,10 +47,13 @@ type Config struct {
 	// 1,000,000; negative means no limit.
 	MaxCodeChars int
 	// Timeout bounds one execute_code call. At the timeout the code is
-	// interrupted and keeps its variables; code that does not stop within a
-	// few seconds is killed and the turn's variables are lost. Zero means
-	// 60s; negative means no bound.
+	// interrupted and keeps its variables; code that does not stop within
+	// Grace is killed and the turn's variables are lost. Zero means 60s;
+	// negative means no bound.
 	Timeout time.Duration
+	// Grace is how long interrupted code may take to stop before its
+	// worker is killed and restarted. Zero means 1s.
+	Grace time.Duration
 	// ToolTimeout is a ceiling on each tool call made from code; a timeout
 	// the code passes can only lower it. Zero means none.
 	ToolTimeout time.Duration
@@ -101,6 +105,9 @@ func (cfg Config) withDefaults() Config {
 		cfg.Timeout = DefaultTimeout
 	case cfg.Timeout < 0:
 		cfg.Timeout = 0
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
 	}
 	if cfg.ToolTimeout < 0 {
 		cfg.ToolTimeout = 0

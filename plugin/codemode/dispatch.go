@@ -160,18 +160,18 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	}
 	c, err := e.chainFor(exec, st.name)
 	if err != nil {
-		return errorResult(err)
+		return errorResult(st.name, err)
 	}
 	tc := newCallContext(ctx, exec, exec.nextID(), ctl)
 	result, err := c.run(tc, st, args)
 	if refused := refusal(tc, st, result, err); refused != nil {
-		return errorResult(refused)
+		return errorResult(st.name, refused)
 	}
 	if !tc.merge() {
 		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.name)
 	}
 	if err != nil {
-		return errorResult(err)
+		return errorResult(st.name, err)
 	}
 	return transport.ToolResult{Value: e.resultValue(ctx, exec, st, tc.id, naming, result)}
 }
@@ -253,8 +253,8 @@ func unsupportedActions(tc *callContext) []string {
 
 // errorResult turns err into the failure the sandbox raises: its type is
 // the most specific named Go error type in err's chain, else ToolError.
-func errorResult(err error) transport.ToolResult {
-	return transport.ToolResult{Err: &transport.ToolError{Type: errorType(err), Message: err.Error()}}
+func errorResult(toolName string, err error) transport.ToolResult {
+	return transport.ToolResult{Err: &transport.ToolError{Type: errorType(err), Message: sandboxText(toolName, err)}}
 }
 
 // errorType names err for Python: the type name of the first error in its

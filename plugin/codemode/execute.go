@@ -70,7 +70,7 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 	if _, err := e.surfaceOf(ctx, tn); err != nil {
 		return nil, err
 	}
-	res, sess, err := e.runBlock(ctx, tn, transport.Block{Code: code, Timeout: e.cfg.Timeout})
+	res, sess, err := e.runBlock(ctx, tn, transport.Block{Code: code, Timeout: e.cfg.Timeout, Grace: e.cfg.Grace})
 	var lost *lostError
 	if errors.As(err, &lost) {
 		return result("", lost.msg, nil), nil

@@ -21,12 +21,13 @@ _RFD, _WFD = 3, 4
 
 # The frame protocol this runner speaks with the server. A test holds these
 # against the Go side (transport/wire), so the two cannot drift apart.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 KIND_READY = "ready"
 KIND_RUN = "run"
 KIND_TOOL_CALL = "tool_call"
 KIND_TOOL_RESULT = "tool_result"
 KIND_DONE = "done"
+KIND_INTERRUPT = "interrupt"
 _FILENAME = "<code-mode>"
 _MAX_LINE = 64 << 20
 
@@ -167,6 +168,9 @@ class _Channel:
         self._closed = None
         self._seq = 0
         self._prefix = os.urandom(6).hex()
+        # The last interrupt frame: (block id, message). A signal raises
+        # CodeTimeout only in the block this names.
+        self._interrupt = None
 
     def send_line(self, line):
         data = line.encode("utf-8", "surrogatepass") + b"\n"
@@ -201,6 +205,56 @@ class _Channel:
                 self._results[fid] = frame
         elif kind == KIND_RUN:
             self._runs.append(frame)
+        elif kind == KIND_INTERRUPT:
+            self._interrupt = (frame.get("block"), frame.get("message"))
+
+    def interrupt_for(self, block):
+        """The message of an interrupt of block, or None if there is none.
+
+        Called from the signal handler, on the main thread. When no thread
+        reads the channel, it reads what the pipe holds without waiting;
+        when one does, that reader records the interrupt and the server's
+        next signal finds it.
+        """
+        it = self._interrupt
+        if it is None or it[0] != block:
+            self._pump()
+            it = self._interrupt
+        if it is not None and it[0] == block:
+            return it[1] or "the code was interrupted"
+        return None
+
+    def _pump(self):
+        # The handler interrupted the main thread; if that thread held the
+        # lock, taking it would deadlock, so try, and leave it to the next
+        # signal otherwise.
+        if os.getpid() != _Kids.pid or not self._cond._lock.acquire(False):
+            return
+        try:
+            if self._reading or self._closed is not None:
+                return
+            self._reading = True
+        finally:
+            self._cond._lock.release()
+        try:
+            os.set_blocking(self._rfd, False)
+            try:
+                while True:
+                    try:
+                        frame = self._read_frame()
+                    except BlockingIOError:
+                        break
+                    with self._cond:
+                        self._dispatch(frame)
+            finally:
+                os.set_blocking(self._rfd, True)
+        except ProtocolError as e:
+            with self._cond:
+                self._closed = str(e)
+        finally:
+            with self._cond:
+                self._reading = False
+                self._cond.notify_all()
 
     def wait_for(self, pred):
         with self._cond:
@@ -238,11 +292,25 @@ class _Channel:
             raise TypeError("tool name must be a string")
         if not isinstance(args, dict):
             raise TypeError("tool arguments must be a dict")
+        if os.getpid() != _Kids.pid:
+            raise ToolError(
+                "ToolError",
+                "tools can only be called from the Python process that runs the code, "
+                "not from a child process it started (os.fork, multiprocessing); call them from the parent",
+            )
+        block = _caller_block()
+        if block is None or block != _State.block or not _State.running:
+            raise ToolError(
+                "ToolError",
+                "this call was made by a thread of an earlier block: a thread's tool calls count only while "
+                "the block that started it runs; start threads and thread pools in the block that uses them, "
+                "and join them before it ends",
+            )
         with self._cond:
             self._seq += 1
             cid = f"{self._prefix}-{self._seq}"
             self._waiting.add(cid)
-        frame = {"kind": KIND_TOOL_CALL, "id": cid, "name": name, "args": args}
+        frame = {"kind": KIND_TOOL_CALL, "id": cid, "block": block, "name": name, "args": args}
         if timeout is not None:
             frame["timeout_ms"] = max(1, int(float(timeout) * 1000))
         try:
@@ -399,13 +467,90 @@ def _packages():
 
 class _State:
     running = False
-    reason = ""
+    block = ""
     code = ""
 
 
 def _on_signal(signum, frame):
-    if _State.running:
-        raise CodeTimeout(_State.reason or "the code was interrupted")
+    if not _State.running:
+        return
+    if os.getpid() != _Kids.pid:
+        # A child the code forked: the channel is the worker's, not its.
+        raise CodeTimeout("the code was interrupted")
+    msg = _chan.interrupt_for(_State.block)
+    if msg is not None:
+        raise CodeTimeout(msg)
+
+
+# Every thread belongs to the block that was running when it was started,
+# or to the block of the thread that started it; the main thread belongs
+# to the running block. A thread started outside Python's thread API (by C
+# code) has no block of record and counts as the running block's.
+_owner = _thread._local()
+_MAIN_THREAD = _thread.get_ident()
+
+
+def _caller_block():
+    if _thread.get_ident() == _MAIN_THREAD:
+        return _State.block if _State.running else None
+    return getattr(_owner, "block", _State.block)
+
+
+def _owning(start):
+    def start_thread(function, *args, **kwargs):
+        block = _caller_block()
+
+        def run(*a, **kw):
+            _owner.block = block
+            return function(*a, **kw)
+
+        return start(run, *args, **kwargs)
+
+    start_thread.__doc__ = start.__doc__
+    return start_thread
+
+
+def _track_threads():
+    # threading binds these when it is first imported, normally after this
+    # runs; if it was imported already, its bindings are replaced too.
+    for name in ("start_new_thread", "start_joinable_thread", "start_new"):
+        start = getattr(_thread, name, None)
+        if start is not None:
+            setattr(_thread, name, _owning(start))
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        for name, attr in (("start_new_thread", "_start_new_thread"), ("start_joinable_thread", "_start_joinable_thread")):
+            if hasattr(threading, attr) and hasattr(_thread, name):
+                setattr(threading, attr, getattr(_thread, name))
+
+
+class _Streams:
+    """The worker's own stdout and stderr: fd 1 and 2 as the server gave
+    them (kept as duplicates), and the text streams over them."""
+
+    fds = (-1, -1)
+    out = None
+    err = None
+
+
+def _sound_streams():
+    """Give a block sound fd 1 and 2 and sys.stdout and sys.stderr, whatever
+    the last block did to them (closed, replaced or redirected)."""
+    for fd, keep in zip((1, 2), _Streams.fds):
+        if keep >= 0:
+            try:
+                os.dup2(keep, fd)
+            except OSError:
+                pass
+    for name in ("out", "err"):
+        s = getattr(_Streams, name)
+        if s.closed:
+            import _io
+
+            s = _io.open(1 if name == "out" else 2, "w", encoding=s.encoding, errors=s.errors, closefd=False)
+            setattr(_Streams, name, s)
+            setattr(sys, "__std%s__" % name, s)
+    sys.stdout, sys.stderr = _Streams.out, _Streams.err
 
 
 def _install_handlers():
@@ -504,11 +649,11 @@ def _main_has_children():
     return False
 
 
-def _run_block(frame, ns, out, err):
+def _run_block(frame, ns):
     code = frame.get("code", "")
     _State.code = code
-    _State.reason = "Your code ran for longer than %gs and was stopped." % (frame.get("timeout_ms", 0) / 1000.0)
-    sys.stdout, sys.stderr = out, err
+    _State.block = str(frame.get("id", ""))
+    _sound_streams()
     if "linecache" in sys.modules:
         _register_source()
     exit_code = 0
@@ -566,8 +711,9 @@ def main():
     sys.modules["__main__"] = user
     ns = user.__dict__
     _install_handlers()
-    out = sys.__stdout__
-    err = sys.__stderr__
+    _track_threads()
+    _Streams.fds = (os.dup(1), os.dup(2))
+    _Streams.out, _Streams.err = sys.__stdout__, sys.__stderr__
 
     _chan.send_line(
         _dumps({"kind": KIND_READY, "protocol_version": PROTOCOL_VERSION, "python_version": sys.version.split()[0], "packages": _packages()})
@@ -577,7 +723,8 @@ def main():
         # A block starts with our signal handlers, even if the last one
         # replaced them.
         _install_handlers()
-        exit_code = _run_block(frame, ns, out, err)
+        exit_code = _run_block(frame, ns)
+        out, err = _Streams.out, _Streams.err
         sys.stdout, sys.stderr = out, err
         # Everything written before done is the block's: the server drains
         # the streams when done arrives.
@@ -586,6 +733,11 @@ def main():
                 stream.flush()
             except Exception:
                 pass
+        if os.getpid() != _Kids.pid:
+            # A child the code forked came back here (sys.exit, or the end
+            # of the code): it is not the worker, so it never reads frames
+            # or reports a block. It leaves with its code.
+            os._exit(exit_code)
         _chan.send_line(
             _dumps({"kind": KIND_DONE, "id": str(frame.get("id", "")), "exit_code": exit_code, "background": _background()})
         )

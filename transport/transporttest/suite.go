@@ -52,6 +52,13 @@ func Run(t *testing.T, newBackend NewBackend, opts Options) {
 		{"WorkerCrash", testWorkerCrash},
 		{"Files", testFiles},
 		{"Close", testClose},
+		{"ForkedChildExits", testForkedChildExits},
+		{"ForkedChildrenReturn", testForkedChildrenReturn},
+		{"ForkBomb", testForkBomb},
+		{"LateInterrupt", testLateInterrupt},
+		{"InterruptAfterTheBlock", testInterruptAfterTheBlock},
+		{"EarlierBlocksThreads", testEarlierBlocksThreads},
+		{"StreamsSoundEachBlock", testStreamsSoundEachBlock},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -491,12 +498,16 @@ func testContextCancel(t *testing.T, nb NewBackend) {
 	s := open(t, nb, transport.SessionConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	r, err := s.Exec(ctx, transport.Block{Code: "import time\ntime.sleep(3600)"})
+	r, err := s.Exec(ctx, transport.Block{Code: "import time\ntime.sleep(3600)", Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("Exec: %v", err)
 	}
 	if !r.Stopped {
 		t.Errorf("Stopped = false after the context was cancelled; stderr %q", r.Stderr)
+	}
+	// The code's CodeTimeout says what happened, not that a timeout passed.
+	if !strings.Contains(r.Stderr, "CodeTimeout: The host cancelled the code") || strings.Contains(r.Stderr, "longer than") {
+		t.Errorf("stderr %q: want a CodeTimeout that says the host cancelled the code", r.Stderr)
 	}
 	wantOK(t, run(t, s, "pass"))
 }
@@ -648,5 +659,137 @@ func testClose(t *testing.T, nb NewBackend) {
 	}
 	if err := s.Close(); err != nil && !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// testForkedChildExits: a child the code forks that leaves with sys.exit
+// neither ends its parent's block nor runs the next one.
+func testForkedChildExits(t *testing.T, nb NewBackend) {
+	s := open(t, nb, transport.SessionConfig{})
+	r := run(t, s, "import os, sys, time\npid = os.fork()\nif pid == 0:\n    print('child', flush=True)\n    sys.exit(0)\n"+
+		"time.sleep(0.5)\nos.waitpid(pid, 0)\nprint('parent', os.getpid())")
+	wantOK(t, r)
+	if !strings.Contains(r.Stdout, "child\n") || !strings.Contains(r.Stdout, "parent ") {
+		t.Fatalf("stdout %q: want the child's line and then the parent's", r.Stdout)
+	}
+	parent := strings.TrimSpace(r.Stdout[strings.Index(r.Stdout, "parent ")+len("parent "):])
+	r = run(t, s, "import os; print(os.getpid())")
+	wantOK(t, r)
+	if got := strings.TrimSpace(r.Stdout); got != parent {
+		t.Errorf("the next block ran in process %s, want the worker %s", got, parent)
+	}
+}
+
+// testForkedChildrenReturn: many children that fall back into the runner
+// (an exception, the end of the code) send nothing the host sees.
+func testForkedChildrenReturn(t *testing.T, nb NewBackend) {
+	s := open(t, nb, transport.SessionConfig{})
+	r := run(t, s, "import os, time\nkids = []\nfor i in range(30):\n    pid = os.fork()\n    if pid == 0:\n"+
+		"        if i % 2: raise RuntimeError('child fails')\n        break\n    kids.append(pid)\nelse:\n"+
+		"    for k in kids: os.waitpid(k, 0)\n    print('parent ok')")
+	wantOK(t, r)
+	if !strings.Contains(r.Stdout, "parent ok") {
+		t.Fatalf("stdout %q stderr %q: want the parent to finish", r.Stdout, r.Stderr)
+	}
+	for i := range 3 {
+		r = run(t, s, fmt.Sprintf("print(%d)", i))
+		wantOK(t, r)
+		if r.Stdout != fmt.Sprintf("%d\n", i) || r.Reset {
+			t.Errorf("block %d after the children: stdout %q reset %v stderr %q", i, r.Stdout, r.Reset, r.Stderr)
+		}
+	}
+}
+
+// testForkBomb: a fork bomb ends with its block, and the next block runs
+// and is reported as run. Only isolated backends get a real one; the others
+// get a bounded tree of children that fork and fall back into the runner.
+func testForkBomb(t *testing.T, nb NewBackend) {
+	s := open(t, nb, transport.SessionConfig{})
+	code := "import os\nfor _ in range(4):\n    os.fork()\n    os.fork()\nraise SystemExit(3)"
+	if isolated {
+		code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+	}
+	r := exec(t, s, transport.Block{Code: code, Timeout: 2 * time.Second, Grace: 500 * time.Millisecond})
+	t.Logf("fork bomb: exit %d stopped %v reset %v", r.ExitCode, r.Stopped, r.Reset)
+	for i := range 3 {
+		r = exec(t, s, transport.Block{Code: fmt.Sprintf("print(%d)", i), Timeout: 30 * time.Second})
+		if r.ExitCode != 0 || r.Stdout != fmt.Sprintf("%d\n", i) {
+			t.Errorf("block %d after the fork bomb: exit %d stdout %q stderr %q", i, r.ExitCode, r.Stdout, r.Stderr)
+		}
+	}
+}
+
+// testLateInterrupt: an interrupt signal that reaches the worker while no
+// interrupt of the running block was asked for stops nothing.
+func testLateInterrupt(t *testing.T, nb NewBackend) {
+	s := open(t, nb, transport.SessionConfig{})
+	r := run(t, s, "import os, signal, time\nfor sig in (signal.SIGUSR1, signal.SIGINT):\n    os.kill(os.getpid(), sig)\n    time.sleep(0.05)\nprint('still running')")
+	wantOK(t, r)
+	if r.Stdout != "still running\n" || r.Stopped {
+		t.Errorf("a stray interrupt signal stopped the block: stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+}
+
+// testInterruptAfterTheBlock: a block that swallows its interrupts ends
+// while the server is still re-signalling; the blocks after it run whole.
+func testInterruptAfterTheBlock(t *testing.T, nb NewBackend) {
+	s := open(t, nb, transport.SessionConfig{})
+	r := exec(t, s, transport.Block{Code: "import time\nn = 0\nwhile n < 3:\n    try:\n        time.sleep(5)\n    except BaseException:\n        n += 1\nprint('swallowed', n)",
+		Timeout: 300 * time.Millisecond, Grace: 5 * time.Second})
+	if !r.Stopped || !strings.Contains(r.Stdout, "swallowed 3") {
+		t.Fatalf("stdout %q stderr %q stopped %v: want a block stopped in place that swallowed three interrupts", r.Stdout, r.Stderr, r.Stopped)
+	}
+	for i := range 5 {
+		r = run(t, s, fmt.Sprintf("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 0.1:\n    pass\nprint(%d)", i))
+		if r.ExitCode != 0 || r.Stopped || r.Stdout != fmt.Sprintf("%d\n", i) {
+			t.Errorf("block %d after the stopped one: exit %d stopped %v stdout %q stderr %q", i, r.ExitCode, r.Stopped, r.Stdout, r.Stderr)
+		}
+	}
+}
+
+// testEarlierBlocksThreads: a tool call from a thread that an earlier
+// block started is refused in Python, and never reaches the host.
+func testEarlierBlocksThreads(t *testing.T, nb NewBackend) {
+	var calls atomic.Int64
+	h := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+		calls.Add(1)
+		return transport.ToolResult{Value: "ran"}
+	})
+	s := open(t, nb, transport.SessionConfig{Tools: h})
+	wantOK(t, run(t, s, "import threading, time\nfrom codemode_runtime import call\nres = {}\ngo = threading.Event()\n"+
+		"def late():\n    go.wait()\n    try:\n        res['v'] = call('probe', {})\n    except Exception as e:\n        res['err'] = f'{type(e).__name__}: {e}'\n"+
+		"t = threading.Thread(target=late)\nt.start()\nprint(call('probe', {}))"))
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d calls reached the host in the first block, want 1", n)
+	}
+	r := run(t, s, "go.set()\nt.join()\nprint(res)\n"+
+		"inner = threading.Thread(target=lambda: res.update(own=call('probe', {})))\ninner.start(); inner.join()\nprint(res['own'])")
+	wantOK(t, r)
+	if !strings.Contains(r.Stdout, "earlier block") || strings.Contains(r.Stdout, "'v'") {
+		t.Errorf("stdout %q: want the earlier block's thread refused with a message saying why", r.Stdout)
+	}
+	if !strings.HasSuffix(r.Stdout, "ran\n") {
+		t.Errorf("stdout %q: a thread the running block started must still call tools", r.Stdout)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d calls reached the host, want 2 (the refused one must not)", n)
+	}
+}
+
+// testStreamsSoundEachBlock: whatever a block did to stdout and stderr,
+// the next one prints.
+func testStreamsSoundEachBlock(t *testing.T, nb NewBackend) {
+	s := open(t, nb, transport.SessionConfig{})
+	for _, breaker := range []string{
+		"import sys; sys.stdout.close(); sys.stderr.close()",
+		"import sys, io; sys.stdout = io.StringIO(); sys.stderr = None",
+		"import os; os.close(1); os.close(2)",
+		"import os; fd = os.open('/dev/null', os.O_WRONLY); os.dup2(fd, 1); os.dup2(fd, 2)",
+	} {
+		_ = run(t, s, breaker)
+		r := run(t, s, "import sys, subprocess\nprint('out', flush=True)\nprint('err', file=sys.stderr)\nsubprocess.run(['/bin/echo', 'child'])")
+		if r.ExitCode != 0 || r.Stdout != "out\nchild\n" || r.Stderr != "err\n" {
+			t.Errorf("after %q: exit %d stdout %q stderr %q, want sound streams", breaker, r.ExitCode, r.Stdout, r.Stderr)
+		}
 	}
 }

@@ -27,6 +27,10 @@ type Calls struct {
 	mu    sync.Mutex
 	calls map[string]context.CancelFunc
 
+	// block, once set, is the block whose calls are admitted ("" while
+	// none runs); see SetBlock.
+	block atomic.Pointer[string]
+
 	// Refusals wait in refusals for the one goroutine that sends them,
 	// which runs while there are any (see refuse).
 	refuseMu      sync.Mutex
@@ -60,6 +64,11 @@ func NewCalls(ctx context.Context, cfg transport.SessionConfig) *Calls {
 	return &Calls{ctx: ctx, tools: cfg.Tools, sem: make(chan struct{}, n), calls: map[string]context.CancelFunc{}}
 }
 
+// SetBlock makes Start admit only calls made by block id; "" refuses every
+// call until the next block. Before the first SetBlock, calls are admitted
+// whatever block they name.
+func (c *Calls) SetBlock(id string) { c.block.Store(&id) }
+
 // Start admits the call f and returns the function that runs it and passes
 // the result to reply. It returns nil if the call was refused; the refusal
 // is then sent to reply by the one goroutine that sends this session's
@@ -80,6 +89,11 @@ func (c *Calls) Start(f *ToolCallFrame, reply func(*ToolResultFrame) error) (run
 	}
 	if f.ID == "" || len(f.ID) > maxCallID {
 		fail("ProtocolError", "tool call id must be 1 to 128 characters")
+		return nil
+	}
+	if b := c.block.Load(); b != nil && f.Block != *b {
+		fail("ToolError", (&BlockMismatchError{Kind: KindToolCall, Block: f.Block, Running: *b}).Error()+
+			": a tool call counts only while the block that made it runs")
 		return nil
 	}
 	select {

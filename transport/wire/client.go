@@ -14,6 +14,10 @@ import (
 	"github.com/adk-codemode/codemode/transport"
 )
 
+// DefaultGrace is the grace period of a block that sets none: how long an
+// interrupted block may take to stop before its worker is reset.
+const DefaultGrace = time.Second
+
 // ClientOptions tune [NewClient].
 type ClientOptions struct {
 	// ReadyTimeout bounds the wait for the ready frame. Zero means 60s.
@@ -37,6 +41,9 @@ type Client struct {
 	seq    atomic.Uint64
 
 	calls *Calls
+
+	running atomic.Pointer[string] // the block whose done and output are awaited
+	dropped atomic.Int64           // frames for a block not running, dropped
 
 	ctx       context.Context // cancelled on Close
 	cancel    context.CancelFunc
@@ -76,6 +83,7 @@ func NewClient(ctx context.Context, conn *Conn, cfg transport.SessionConfig, opt
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.calls = NewCalls(c.ctx, cfg)
+	c.calls.SetBlock("") // no block runs yet: calls are refused until one does
 
 	ready := make(chan error, 1)
 	go func() {
@@ -147,7 +155,18 @@ func (c *Client) readLoop() {
 			c.calls.Cancel(f.ID)
 		case *LogFrame:
 			c.log(f)
-		case *DoneFrame, *OutputFrame, *FileFrame:
+		case *DoneFrame, *OutputFrame:
+			if !c.awaited(f) {
+				continue
+			}
+			select {
+			case c.replies <- f:
+			default:
+				c.readerErr = fmt.Errorf("%w: unexpected %s frame", ErrProtocol, f.Kind())
+				close(c.readerEnd)
+				return
+			}
+		case *FileFrame:
 			select {
 			case c.replies <- f:
 			default:
@@ -166,6 +185,32 @@ func (c *Client) readLoop() {
 		}
 	}
 }
+
+// awaited says whether f, a done or output frame, is for the block that
+// runs; one for another block is dropped and counted, never applied.
+func (c *Client) awaited(f Frame) bool {
+	var id string
+	switch f := f.(type) {
+	case *DoneFrame:
+		id = f.ID
+	case *OutputFrame:
+		id = f.ID
+	}
+	running := ""
+	if p := c.running.Load(); p != nil {
+		running = *p
+	}
+	if id == running && running != "" {
+		return true
+	}
+	c.dropped.Add(1)
+	c.opts.Logger.Warn("sandbox: " + (&BlockMismatchError{Kind: f.Kind(), Block: id, Running: running}).Error())
+	return false
+}
+
+// Dropped is the number of frames the sandbox sent for a block that was not
+// running, which were dropped.
+func (c *Client) Dropped() int64 { return c.dropped.Load() }
 
 func (c *Client) log(f *LogFrame) {
 	level := slog.LevelInfo
@@ -192,7 +237,7 @@ func (c *Client) Exec(ctx context.Context, b transport.Block) (*transport.Result
 	}
 	grace := b.Grace
 	if grace <= 0 {
-		grace = 5 * time.Second
+		grace = DefaultGrace
 	}
 	id := "b" + strconv.FormatUint(c.seq.Add(1), 10)
 	start := time.Now()
@@ -200,6 +245,13 @@ func (c *Client) Exec(ctx context.Context, b transport.Block) (*transport.Result
 	if b.Timeout > 0 {
 		run.TimeoutMS = max(1, b.Timeout.Milliseconds())
 	}
+	c.running.Store(&id)
+	c.calls.SetBlock(id)
+	defer func() {
+		none := ""
+		c.calls.SetBlock(none)
+		c.running.Store(&none)
+	}()
 	if err := c.conn.Write(run); err != nil {
 		if errors.Is(err, ErrFrameTooLarge) {
 			return nil, fmt.Errorf("wire: code of %d bytes is too large to send", len(b.Code))
@@ -222,7 +274,7 @@ func (c *Client) Exec(ctx context.Context, b transport.Block) (*transport.Result
 		select {
 		case f := <-c.replies:
 			d, ok := f.(*DoneFrame)
-			if !ok || d.ID != id {
+			if !ok {
 				c.Close()
 				return nil, &transport.ConnectionError{Stage: transport.Unknown, Err: fmt.Errorf("%w: expected done for block %s, got %s", ErrProtocol, id, f.Kind())}
 			}
@@ -235,7 +287,7 @@ func (c *Client) Exec(ctx context.Context, b transport.Block) (*transport.Result
 			return nil, &transport.ConnectionError{Stage: transport.Unknown, Err: c.endErr()}
 		case <-ctxDone:
 			ctxDone = nil
-			_ = c.conn.Write(&InterruptFrame{Message: "The host cancelled the code: " + context.Cause(ctx).Error()})
+			_ = c.conn.Write(&InterruptFrame{Block: id, Message: "The host cancelled the code: " + context.Cause(ctx).Error()})
 			t := time.NewTimer(2*grace + 10*time.Second)
 			defer t.Stop()
 			backstop = t.C

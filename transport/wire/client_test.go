@@ -153,3 +153,45 @@ func TestClientValidatesToolCalls(t *testing.T) {
 		t.Errorf("%d ok, %d errors; want 1 and 2", oks, errs)
 	}
 }
+
+// TestClientDropsFramesOfOtherBlocks: done and output frames that name a
+// block other than the running one are dropped and counted, never taken
+// for the running block's; a tool call of another block is refused.
+func TestClientDropsFramesOfOtherBlocks(t *testing.T) {
+	refusal := make(chan *ToolResultFrame, 1)
+	s, err := fakeSandbox(t, func(c *Conn) {
+		ready(c)
+		f, err := c.Read()
+		if err != nil {
+			return
+		}
+		run := f.(*RunFrame)
+		_ = c.Write(&ToolCallFrame{ID: "c1", Block: "b-old", Name: "probe", Args: map[string]any{}})
+		if f, err := c.Read(); err == nil {
+			refusal <- f.(*ToolResultFrame)
+		}
+		_ = c.Write(&DoneFrame{ID: "b-old", ExitCode: 9})
+		_ = c.Write(&OutputFrame{ID: "b-old", Stdout: "stale"})
+		_ = c.Write(&DoneFrame{ID: run.ID})
+		_ = c.Write(&OutputFrame{ID: run.ID, Stdout: "mine"})
+		_, _ = c.Read() // the shutdown
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Exec(t.Context(), transport.Block{Code: "x"})
+	if err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	if r.ExitCode != 0 || r.Stdout != "mine" {
+		t.Errorf("result %+v: want the running block's own done and output", r)
+	}
+	if n := s.Dropped(); n != 2 {
+		t.Errorf("Dropped() = %d, want 2", n)
+	}
+	res := <-refusal
+	if res.Error == nil || !strings.Contains(res.Error.Message, `block "b-old"`) {
+		t.Errorf("the other block's tool call got %+v, want a refusal that names its block", res)
+	}
+}

@@ -8,10 +8,10 @@ import (
 )
 
 func ExampleEncode() {
-	line, _ := wire.Encode(&wire.ToolCallFrame{ID: "c1", Name: "slack.send_message", Args: map[string]any{"channel": "C1"}})
+	line, _ := wire.Encode(&wire.ToolCallFrame{ID: "c1", Block: "b1", Name: "slack.send_message", Args: map[string]any{"channel": "C1"}})
 	fmt.Print(string(line))
 	// Output:
-	// {"kind":"tool_call","id":"c1","name":"slack.send_message","args":{"channel":"C1"}}
+	// {"kind":"tool_call","id":"c1","block":"b1","name":"slack.send_message","args":{"channel":"C1"}}
 }
 
 func ExampleDecode() {

@@ -16,7 +16,7 @@ import (
 // ProtocolVersion is the version of the frame protocol this package speaks.
 // The sandbox sends its own version in the ready frame; the host refuses any
 // other with a [*VersionError].
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Frame kinds.
 const (
@@ -49,7 +49,8 @@ type ReadyFrame struct {
 	Packages        map[string]map[string]string `json:"packages,omitempty"`
 }
 
-// RunFrame asks the sandbox to run one block of Python.
+// RunFrame asks the sandbox to run one block of Python. Its ID is the
+// block's: every frame that belongs to the block names it.
 type RunFrame struct {
 	ID             string `json:"id"`
 	Code           string `json:"code"`
@@ -58,9 +59,11 @@ type RunFrame struct {
 	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"` // per stream; 0: the server's default
 }
 
-// ToolCallFrame is a call from sandbox code to a host tool.
+// ToolCallFrame is a call from sandbox code to a host tool, made by code
+// of the block named by Block.
 type ToolCallFrame struct {
 	ID        string         `json:"id"`
+	Block     string         `json:"block"`
 	Name      string         `json:"name"`
 	Args      map[string]any `json:"args"`
 	TimeoutMS int64          `json:"timeout_ms,omitempty"`
@@ -88,6 +91,7 @@ type ErrorInfo struct {
 // call, for example because the block was interrupted.
 type CancelFrame struct {
 	ID     string `json:"id"`
+	Block  string `json:"block"` // the block that made the call
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -97,7 +101,8 @@ type LogFrame struct {
 	Msg   string `json:"msg"`
 }
 
-// DoneFrame ends a block. Its output follows in an [OutputFrame].
+// DoneFrame ends the block whose id is ID. Its output follows in an
+// [OutputFrame] with the same ID.
 type DoneFrame struct {
 	ID       string `json:"id"`
 	ExitCode int    `json:"exit_code"`
@@ -143,8 +148,11 @@ type FileFrame struct {
 	Error string `json:"error,omitempty"`
 }
 
-// InterruptFrame asks the sandbox to stop the running block.
+// InterruptFrame asks the sandbox to stop Block, if it is the running
+// block; one for a block that has ended is ignored. Message is what the
+// code's CodeTimeout says.
 type InterruptFrame struct {
+	Block   string `json:"block"`
 	Message string `json:"message,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestDecodeRejects(t *testing.T) {
 		{`{"kind":"run","id":null,"code":"x"}`, `"id" is null`},
 		{`{"kind":"run","id":7,"code":"x"}`, `key "id"`},
 		{`{"kind":"done","id":"b","exit_code":1.5}`, `key "exit_code"`},
-		{`{"kind":"tool_call","id":"c","name":"n","args":[1]}`, `key "args"`},
+		{`{"kind":"tool_call","id":"c","block":"b1","name":"n","args":[1]}`, `key "args"`},
 		{`{"kind":"tool_result","id":"c","ok":false,"error":"str"}`, "error"},
 		{`{"kind":"tool_result","id":"c","ok":false,"error":{"type":"T","message":"m","Extra":1}}`, `unknown key "Extra"`},
 		{`{"kind":"output","id":"b","stdout":"","stderr":"","files":[{"path":"p"}]}`, `missing key "size"`},
@@ -100,10 +101,11 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestVersionMismatch(t *testing.T) {
-	_, err := Decode([]byte(`{"kind":"ready","protocol_version":2,"python_version":"3.13.0","new_key":true}`))
+	other := ProtocolVersion + 1
+	_, err := Decode([]byte(`{"kind":"ready","protocol_version":` + strconv.Itoa(other) + `,"python_version":"3.13.0","new_key":true}`))
 	var ve *VersionError
-	if !errors.As(err, &ve) || ve.Sandbox != 2 || ve.Host != ProtocolVersion {
-		t.Fatalf("err = %v, want *VersionError{2, %d}", err, ProtocolVersion)
+	if !errors.As(err, &ve) || ve.Sandbox != other || ve.Host != ProtocolVersion {
+		t.Fatalf("err = %v, want *VersionError{%d, %d}", err, other, ProtocolVersion)
 	}
 	if !strings.Contains(err.Error(), "rebuild") {
 		t.Errorf("message %q does not say what to do", err)
@@ -134,8 +136,8 @@ func TestConnTruncatedFrame(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
-		`{"kind":"ready","protocol_version":1,"python_version":"3.11.2","packages":{"a":{"A":"1"}}}`,
-		`{"kind":"tool_call","id":"c","name":"n","args":{"a":[1,{"b":null}]},"timeout_ms":5}`,
+		`{"kind":"ready","protocol_version":2,"python_version":"3.11.2","packages":{"a":{"A":"1"}}}`,
+		`{"kind":"tool_call","id":"c","block":"b1","name":"n","args":{"a":[1,{"b":null}]},"timeout_ms":5}`,
 		`{"kind":"done","id":"b","exit_code":0,"stopped":true}`,
 		`{"kind":"output","id":"b","stdout":"x","stderr":"","files":[{"path":"p","size":1}]}`,
 		`{"kind":"file","id":"f","path":"p","data":"AAE="}`,
