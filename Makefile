@@ -14,7 +14,7 @@ demo:
 
 ## test: format check, vet, and every test with the race detector
 test: lint
-	$(GO) test -race -count=1 -shuffle=on $(PKGS)
+	$(GO) test -race -count=1 -shuffle=on -timeout 30m $(PKGS)
 
 ## lint: gofmt, go vet (also for macOS, where the library must build) and golangci-lint (.golangci.yml)
 lint:

@@ -388,7 +388,9 @@ func (s *server) onTimer() error {
 		return nil
 	}
 	// The grace period is over and the block still runs: start afresh.
-	return s.reset(fmt.Sprintf("codemode: the code did not stop within %s of being interrupted, so the Python process and everything it started were killed and a new one started; variables from earlier blocks are gone.", b.grace), 137)
+	// The note says why the code was interrupted (its timeout, or the
+	// host's cancel) before what became of it.
+	return s.reset(fmt.Sprintf("codemode: %s The code did not stop within %s of being interrupted, so the Python process and everything it started were killed and a new one started; variables from earlier blocks are gone.", strings.TrimSpace(b.note), b.grace), 137)
 }
 
 func (s *server) reset(note string, exitCode int) error {

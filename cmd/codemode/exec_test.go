@@ -137,6 +137,7 @@ func TestExecUsageAndFailures(t *testing.T) {
 		{[]string{"exec", "missing-file.py"}, 2, "missing-file.py"},
 		{[]string{"exec", "--python", "/nonexistent/python3", "-c", "1"}, 1, "could not start"},
 		{[]string{"exec", "--timeout", "-1s", "-c", "1"}, 2, "must not be negative"},
+		{[]string{"exec", "--grace", "0s", "-c", "1"}, 2, "--grace must be positive"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 	}
 	for _, c := range cases {
@@ -181,6 +182,22 @@ func TestDoctor(t *testing.T) {
 			if f := strings.Fields(line); f[len(f)-2] != "yes" {
 				t.Errorf("the jail should enforce this here: %q", line)
 			}
+		}
+	}
+}
+
+// TestExecGrace: a block that masks its interrupt is reset once the grace
+// period that --grace sets has passed, and says which period that was.
+func TestExecGrace(t *testing.T) {
+	masked := "import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\ntime.sleep(30)"
+	for _, tc := range []struct{ flag, want string }{{"", "within 1s"}, {"300ms", "within 300ms"}} {
+		args := []string{"exec", "--backend", "unsandboxed", "--timeout", "500ms"}
+		if tc.flag != "" {
+			args = append(args, "--grace", tc.flag)
+		}
+		_, _, errs := runCLI(t, "", append(args, "-c", masked)...)
+		if !strings.Contains(errs, "did not stop "+tc.want) {
+			t.Errorf("--grace %q: stderr %q, want a reset after the grace period (%q)", tc.flag, errs, tc.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool"
@@ -59,6 +60,26 @@ except Exception as e:
 	for _, leak := range []string{"goroutine", ".go:", "stack:", "runtime/debug"} {
 		if strings.Contains(stdout, leak) {
 			t.Errorf("stdout %q carries %q from the host", stdout, leak)
+		}
+	}
+}
+
+// TestGraceSetting: code that masks its interrupt is reset after
+// Config.Grace, 1s when unset, and the result says so.
+func TestGraceSetting(t *testing.T) {
+	masked := "import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\ntime.sleep(30)"
+	for _, tc := range []struct {
+		grace time.Duration
+		want  string
+	}{{0, "within 1s"}, {400 * time.Millisecond, "within 400ms"}} {
+		m := newScript().on("go", run(masked), say("ok"))
+		f := newFixture(t, m, fixtureConfig{cfg: Config{Timeout: 500 * time.Millisecond, Grace: tc.grace}})
+		out := outputs(f.turn(t.Context(), "s1", "go"))
+		if len(out) != 1 {
+			t.Fatalf("got %d results, want 1", len(out))
+		}
+		if stderr, _ := out[0]["stderr"].(string); !strings.Contains(stderr, "did not stop "+tc.want) {
+			t.Errorf("Grace %v: stderr %q, want a reset after %s", tc.grace, stderr, tc.want)
 		}
 	}
 }
