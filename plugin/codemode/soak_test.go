@@ -215,8 +215,8 @@ func TestSoak(t *testing.T) {
 	baseFDs := countFDs()
 	baseTemp := tempDirs()
 	f := newFixture(t, m, fixtureConfig{cfg: Config{
-		Tools:       []tool.Tool{record, hang, boom, killInit},
-		Backend:     backend,
+		Tools:   []tool.Tool{record, hang, boom, killInit},
+		Backend: backend,
 		// Bounds generous enough for a loaded machine: a turn's first line
 		// must run well before its timeout.
 		Timeout:     3 * time.Second,
