@@ -155,18 +155,10 @@ func (c *Client) readLoop() {
 			c.calls.Cancel(f.ID)
 		case *LogFrame:
 			c.log(f)
-		case *DoneFrame, *OutputFrame:
-			if !c.awaited(f) {
+		case *DoneFrame, *OutputFrame, *FileFrame:
+			if _, file := f.(*FileFrame); !file && !c.awaited(f) {
 				continue
 			}
-			select {
-			case c.replies <- f:
-			default:
-				c.readerErr = fmt.Errorf("%w: unexpected %s frame", ErrProtocol, f.Kind())
-				close(c.readerEnd)
-				return
-			}
-		case *FileFrame:
 			select {
 			case c.replies <- f:
 			default:
