@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/agent"
@@ -113,7 +114,7 @@ var soakCases = []soakCase{
 		}},
 	{name: "flood", steps: []string{"record(label='{T}')\nimport sys\nfor _ in range(200):\n    sys.stdout.write('y' * 50000)"},
 		check: want(0, "stdout", "Output too long"), records: 1},
-	{name: "fork-bomb", steps: []string{"record(label='{T}')\nimport os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", "print('alive')"},
+	{name: "fork-bomb", steps: []string{"record(label='{T}')\nimport os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)", "print('alive')"},
 		check: want(1, "stdout", "alive"), records: 1},
 	{name: "memory-bomb", steps: []string{"record(label='{T}')\nx = bytearray(8 << 30)", "print('alive')"},
 		check: all(func(outs []map[string]any) string {
@@ -122,7 +123,7 @@ var soakCases = []soakCase{
 			}
 			return ""
 		}, want(1, "stdout", "alive")), records: 1},
-	{name: "hanging-tool", steps: []string{"record(label='{T}')\ntry:\n    hang()\nexcept TimeoutError:\n    print('tool timeout')"},
+	{name: "hanging-tool", steps: []string{"record(label='{T}')\nimport codemode_runtime\ntry:\n    codemode_runtime.call('hang', {}, timeout=0.5)\nexcept TimeoutError:\n    print('tool timeout')"},
 		check: want(0, "stdout", "tool timeout"), records: 1},
 	{name: "panicking-tool", steps: []string{"record(label='{T}')\ntry:\n    boom()\nexcept Exception as e:\n    print(type(e).__name__, e)"},
 		check: func(outs []map[string]any) string {
@@ -157,7 +158,10 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		turns = len(soakCases)
 	}
-	backend := testBackend(t)
+	testBackend(t) // skips where the jail is unavailable
+	// The soak's jails get fewer processes than the default, so that its
+	// fork bombs load the machine less while other tests run.
+	backend := &jail.Backend{Config: jail.Config{Processes: 64}}
 
 	var mu sync.Mutex
 	records := map[string]int{}
@@ -221,7 +225,6 @@ func TestSoak(t *testing.T) {
 		// must run well before its timeout.
 		Timeout:     3 * time.Second,
 		Grace:       time.Second,
-		ToolTimeout: 500 * time.Millisecond,
 		IdleTimeout: 2 * time.Second,
 	}})
 
