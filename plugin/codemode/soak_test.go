@@ -192,10 +192,10 @@ func TestSoak(t *testing.T) {
 	}
 	killInit, err := functiontool.New(functiontool.Config{Name: "kill_init", Description: "Kill the jails' init processes."},
 		func(_ agent.ToolContext, _ struct{}) (map[string]any, error) {
-			for _, p := range sandboxProcesses() {
-				if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil && strings.Contains(p, "jail-init") {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
+			// A jail's init is a child of this process; scanning only the
+			// children keeps the fault prompt on a loaded machine.
+			for _, pid := range jailInits() {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 			time.Sleep(200 * time.Millisecond)
 			return map[string]any{}, nil
@@ -343,4 +343,28 @@ func jailCgroups() []string {
 		out = append(out, m...)
 	}
 	return out
+}
+
+// jailInits lists the children of this process that are jails' inits.
+func jailInits() []int {
+	var pids []int
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		data, err := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			cmd, _ := os.ReadFile(filepath.Join("/proc", f, "cmdline"))
+			argv0, _, _ := strings.Cut(string(cmd), "\x00")
+			if filepath.Base(argv0) == "codemode-jail-init" {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
