@@ -26,8 +26,10 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 	workdir := fs.String("workdir", "/workspace", "the code's working `directory`; its new and changed files are reported")
 	files := fs.String("files", "", "a `directory` to put first on sys.path (the tools package)")
 	maxOutput := fs.Int64("max-output", 0, "`bytes` kept of each output stream per block (default and most: 4 MiB)")
+	var l listenFlags
+	l.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: codemode-sandbox [flags]\n\nServes one sandbox session on stdin/stdout (see docs/protocol.md).\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: codemode-sandbox [flags]\n\nServes one sandbox session on stdin/stdout (see docs/protocol.md),\nor with --listen over a WebSocket (see docs/deployment.md).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -45,6 +47,9 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + *workdir, "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		MaxOutputBytes: *maxOutput,
 		StartTimeout:   60 * time.Second,
+	}
+	if l.addr != "" {
+		return l.serve(ctx, cfg, stderr)
 	}
 	conn := wire.NewConn(stdin, stdout, nil, wire.MaxFrameSize)
 	if err := sandboxserver.Serve(ctx, conn, cfg); err != nil {

@@ -1,0 +1,347 @@
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/transport/wsproto"
+)
+
+// Config configures a [Backend].
+type Config struct {
+	// URL is the sandbox server's address: ws://, wss://, http:// or
+	// https:// (rewritten to ws and wss), or host:port (wss). Required
+	// unless Provision is set.
+	URL string
+	// Provision, if set, is called for each start attempt and returns the
+	// URL of a fresh sandbox for it and a function that releases that
+	// sandbox, which is called once when the session ends or the attempt
+	// fails. Platforms that hand out a sandbox per claim plug in here.
+	Provision func(ctx context.Context) (url string, release func(), err error)
+	// Secret is the sandbox server's secret (its CODEMODE_SANDBOX_TOKEN):
+	// each connection sends a token signed with it, never the secret.
+	Secret []byte
+	// Token, if set instead of Secret, returns the bearer token for one
+	// connection: a token signed elsewhere, or for an upstream-compatible
+	// server the secret itself.
+	Token func(ctx context.Context) (string, error)
+	// TokenLifetime is how long a signed token is valid. Zero means 5
+	// minutes, also the most a server allows by default.
+	TokenLifetime time.Duration
+	// Header is sent with every connection request.
+	Header http.Header
+	// DialContext, if set, makes the network connections.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proxy, if set, chooses the proxy for a request; nil means the
+	// environment's (http.ProxyFromEnvironment).
+	Proxy func(*http.Request) (*url.URL, error)
+	// TLS configures wss connections; nil means the system's roots.
+	TLS *tls.Config
+	// ConnectTimeout bounds one attempt's connection and WebSocket
+	// handshake. Zero means 10s.
+	ConnectTimeout time.Duration
+	// ReadyTimeout bounds the wait for the sandbox's ready frame after the
+	// handshake. Zero means 60s.
+	ReadyTimeout time.Duration
+	// StartAttempts is how many times a start is tried. Zero means 3.
+	StartAttempts int
+	// RetryDelay and RetryJitter space the attempts: before attempt k+1
+	// the backend waits k*RetryDelay plus up to RetryJitter. Zero means 1s
+	// and 0.25s.
+	RetryDelay, RetryJitter time.Duration
+	// Stream bounds the connection's messages and idle time; the defaults
+	// match the server's.
+	Stream wsproto.Options
+	// Files bounds the files sent at session start (default 100 MiB,
+	// 10,000 files, as the server's).
+	Files wsproto.FileLimits
+	// Name, if set, names the sandbox image in [Backend.Name] instead of
+	// the URL, so that sandboxes from one image share a cached
+	// environment.
+	Name string
+	// Logger receives the sandbox's log frames and the retries. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Backend opens sessions with remote sandbox servers.
+type Backend struct {
+	cfg    Config
+	dialer websocket.Dialer
+}
+
+var _ transport.Backend = (*Backend)(nil)
+
+// New checks cfg and returns a backend.
+func New(cfg Config) (*Backend, error) {
+	if cfg.URL == "" && cfg.Provision == nil {
+		return nil, errors.New("remote: Config.URL or Config.Provision is required")
+	}
+	if cfg.URL != "" {
+		u, err := wsURL(cfg.URL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.URL = u
+	}
+	if len(cfg.Secret) > 0 && cfg.Token != nil {
+		return nil, errors.New("remote: set Config.Secret or Config.Token, not both")
+	}
+	if cfg.TokenLifetime <= 0 {
+		cfg.TokenLifetime = 5 * time.Minute
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	if cfg.StartAttempts <= 0 {
+		cfg.StartAttempts = 3
+	}
+	if cfg.RetryDelay <= 0 {
+		cfg.RetryDelay = time.Second
+	}
+	if cfg.RetryJitter <= 0 {
+		cfg.RetryJitter = 250 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	proxy := cfg.Proxy
+	if proxy == nil {
+		proxy = http.ProxyFromEnvironment
+	}
+	b := &Backend{cfg: cfg, dialer: websocket.Dialer{
+		NetDialContext:   cfg.DialContext,
+		Proxy:            proxy,
+		TLSClientConfig:  cfg.TLS,
+		HandshakeTimeout: cfg.ConnectTimeout,
+		Subprotocols:     []string{wsproto.Subprotocol},
+		ReadBufferSize:   64 << 10,
+		WriteBufferSize:  64 << 10,
+	}}
+	return b, nil
+}
+
+// wsURL rewrites a sandbox address to a WebSocket URL.
+func wsURL(raw string) (string, error) {
+	if !strings.Contains(raw, "://") {
+		raw = "wss://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("remote: sandbox URL %q: %w", raw, err)
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	case "ws", "wss":
+	default:
+		return "", fmt.Errorf("remote: sandbox URL %q: the scheme must be ws, wss, http or https", raw)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("remote: sandbox URL %q has no host", raw)
+	}
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	return u.String(), nil
+}
+
+// Name is "remote:" and Config.Name, or the URL without user or query.
+func (b *Backend) Name() string {
+	if b.cfg.Name != "" {
+		return "remote:" + b.cfg.Name
+	}
+	if b.cfg.URL == "" {
+		return "remote:provisioned"
+	}
+	u, _ := url.Parse(b.cfg.URL)
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return "remote:" + u.String()
+}
+
+// Open starts a session, trying again after a transient failure.
+func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {
+	var err error
+	for attempt := 1; attempt <= b.cfg.StartAttempts; attempt++ {
+		if attempt > 1 {
+			wait := time.Duration(attempt-1)*b.cfg.RetryDelay + rand.N(b.cfg.RetryJitter)
+			b.cfg.Logger.Warn("remote: retrying the sandbox start", "attempt", attempt, "after", wait, "err", err)
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("remote: %w (after: %v)", ctx.Err(), err)
+			case <-t.C:
+			}
+		}
+		var s transport.Session
+		s, err = b.start(ctx, cfg)
+		if err == nil {
+			return s, nil
+		}
+		if ctx.Err() != nil || !Transient(err) {
+			break
+		}
+	}
+	return nil, err
+}
+
+// start makes one attempt.
+func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {
+	target, release := b.cfg.URL, func() {}
+	if b.cfg.Provision != nil {
+		u, rel, err := b.cfg.Provision(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("remote: provision a sandbox: %w", err)
+		}
+		if rel != nil {
+			release = rel
+		}
+		if target, err = wsURL(u); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	ws, err := b.dial(ctx, target)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	conn, stream := wsproto.NewConn(ws, b.cfg.Stream)
+	if err := stream.SendFiles(cfg.Files, b.cfg.Files); err != nil {
+		conn.Close()
+		release()
+		return nil, fmt.Errorf("remote: send the session's files to %s: %w", redact(target), err)
+	}
+	s, err := wire.NewClient(ctx, conn, cfg, wire.ClientOptions{
+		ReadyTimeout: b.cfg.ReadyTimeout,
+		Logger:       b.cfg.Logger,
+		OnClose:      func() error { release(); return nil },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("remote: the sandbox at %s did not start: %w", redact(target), err)
+	}
+	return s, nil
+}
+
+// dial opens the WebSocket, with this connection's token.
+func (b *Backend) dial(ctx context.Context, target string) (*websocket.Conn, error) {
+	h := http.Header{}
+	for k, v := range b.cfg.Header {
+		h[k] = v
+	}
+	switch {
+	case len(b.cfg.Secret) > 0:
+		tok := wsproto.Sign(b.cfg.Secret, wsproto.Token{Session: wsproto.NewSessionID(), Expires: time.Now().Add(b.cfg.TokenLifetime)})
+		h.Set("Authorization", "Bearer "+tok)
+	case b.cfg.Token != nil:
+		tok, err := b.cfg.Token(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("remote: the token source: %w", err)
+		}
+		h.Set("Authorization", "Bearer "+tok)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.ConnectTimeout)
+	defer cancel()
+	ws, resp, err := b.dialer.DialContext(ctx, target, h)
+	if err != nil {
+		if resp != nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			resp.Body.Close()
+			return nil, &HandshakeError{URL: redact(target), StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+		}
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			return nil, fmt.Errorf("remote: connect to %s: no WebSocket handshake within %s: %w", redact(target), b.cfg.ConnectTimeout, err)
+		}
+		return nil, fmt.Errorf("remote: connect to %s: %w", redact(target), err)
+	}
+	if ws.Subprotocol() != wsproto.Subprotocol {
+		ws.Close()
+		return nil, fmt.Errorf("remote: %s is not a codemode sandbox server: it did not accept the %s subprotocol", redact(target), wsproto.Subprotocol)
+	}
+	return ws, nil
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the sandbox"
+	}
+	u.User, u.RawQuery = nil, ""
+	return u.String()
+}
+
+// HandshakeError is a sandbox server's refusal of the WebSocket handshake.
+type HandshakeError struct {
+	URL        string
+	StatusCode int
+	Body       string // the server's explanation, at most 1 KiB
+}
+
+func (e *HandshakeError) Error() string {
+	msg := fmt.Sprintf("remote: the sandbox at %s refused the connection: %d %s", e.URL, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Body != "" {
+		msg += ": " + e.Body
+	}
+	return msg
+}
+
+// Transient reports whether a failed start may succeed if tried again: a
+// network error or timeout, a connection closed or reset before the
+// session was ready, or a server that answered 408, 409 (busy: another
+// instance may be free), 425, 429 or 5xx. A refused token, a bad URL, a
+// protocol version mismatch or a sandbox that failed to start is not.
+func Transient(err error) bool {
+	var he *HandshakeError
+	if errors.As(err, &he) {
+		switch he.StatusCode {
+		case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+			return true
+		}
+		return he.StatusCode >= 500
+	}
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		switch ce.Code {
+		case websocket.CloseGoingAway, websocket.CloseAbnormalClosure, websocket.CloseInternalServerErr,
+			websocket.CloseServiceRestart, websocket.CloseTryAgainLater, 1014: // bad gateway
+			return true
+		}
+		return false
+	}
+	var ve *wire.VersionError
+	if errors.As(err, &ve) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if isTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

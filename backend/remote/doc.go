@@ -1,0 +1,32 @@
+// Package remote is a backend whose sandboxes run elsewhere: each session
+// is a WebSocket to a sandbox server (cmd/codemode-sandbox --listen,
+// package sandboxserver/wsserve) on another machine, in a container or a
+// pod that lives for one session. The protocol is package
+// transport/wsproto's; this package is its client.
+//
+// # Connecting
+//
+// [Backend.Open] connects to [Config.URL] (http and https are rewritten to
+// ws and wss; an address without a scheme gets wss), or to the URL that
+// [Config.Provision] returns for this session, and sends the session's
+// files. It authenticates with a token signed for this connection from
+// [Config.Secret] (the secret itself never crosses the wire), or with what
+// [Config.Token] returns. The connection goes through the proxy that the
+// environment names (HTTPS_PROXY, NO_PROXY, ...), and wss uses the system's
+// root certificates unless [Config.TLS] says otherwise.
+//
+// A start that fails for a reason that may pass (a refused or reset
+// connection, a timeout, a busy or unavailable server) is tried again, up
+// to [Config.StartAttempts] times in all, after a linear backoff with
+// jitter; a refused token or a bad URL is not. Each attempt provisions
+// its own sandbox and releases it if the attempt fails.
+//
+// # Sessions
+//
+// A session is a wire.Client over the WebSocket: it behaves as every
+// backend's does (package transport/transporttest holds them to one
+// suite), and a lost connection is a *transport.ConnectionError whose
+// Stage says whether the block may have run. A broken connection is not
+// resumed: the server ends the session when its connection ends, and the
+// next Exec fails with the block not run.
+package remote

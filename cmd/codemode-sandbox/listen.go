@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/sandboxserver/wsserve"
+)
+
+// secretEnv names the environment variable that holds the server's secret.
+const secretEnv = "CODEMODE_SANDBOX_TOKEN"
+
+// listenFlags are the flags of the WebSocket server.
+type listenFlags struct {
+	addr             string
+	insecureNoAuth   bool
+	maxMessage       int64
+	maxFiles         int64
+	handshakeTimeout time.Duration
+	idleTimeout      time.Duration
+	tokenLifetime    time.Duration
+}
+
+func (l *listenFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.addr, "listen", "", "serve one session over a WebSocket at `address` (host:port) instead of stdin/stdout; "+
+		"$PORT, when set, replaces the port. The secret comes from $"+secretEnv)
+	fs.BoolVar(&l.insecureNoAuth, "insecure-no-auth", false, "with --listen and no secret: let anyone who reaches the port run code")
+	fs.Int64Var(&l.maxMessage, "max-message", 0, "with --listen: the largest message accepted, in `bytes` (default 64 MiB)")
+	fs.Int64Var(&l.maxFiles, "max-files-bytes", 0, "with --listen: the largest tools package accepted, in `bytes` (default 100 MiB)")
+	fs.DurationVar(&l.handshakeTimeout, "handshake-timeout", 0, "with --listen: the longest a connection may take to send its request and tools package (default 30s)")
+	fs.DurationVar(&l.idleTimeout, "idle-timeout", 0, "with --listen: end a connection that receives nothing, not even a pong, for this `long` (default 60s)")
+	fs.DurationVar(&l.tokenLifetime, "max-token-lifetime", 0, "with --listen: the furthest ahead a token's expiry may lie (default 5m)")
+}
+
+// serve runs the WebSocket server until its one session ends.
+func (l *listenFlags) serve(ctx context.Context, cfg sandboxserver.Config, stderr io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)
+		return 1
+	}
+	addr := l.addr
+	if port := os.Getenv("PORT"); port != "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fail(fmt.Errorf("--listen %q: %w (write host:port, for example 0.0.0.0:8080)", addr, err))
+		}
+		addr = net.JoinHostPort(host, port)
+	}
+	secret := os.Getenv(secretEnv)
+	os.Unsetenv(secretEnv) // nothing started from here needs it
+
+	if cfg.FilesDir == "" {
+		dir, err := os.MkdirTemp("", "codemode-files-")
+		if err != nil {
+			return fail(fmt.Errorf("a directory for the tools package: %w (pass --files with a writable directory)", err))
+		}
+		defer removeAll(dir)
+		cfg.FilesDir = dir
+	}
+	if p, err := sandboxserver.ProbeInterpreter(ctx, cfg.Python); err == nil {
+		p.Apply(&cfg)
+	} else {
+		fmt.Fprintf(stderr, "codemode-sandbox: probing %s: %v (the worker starts more slowly)\n", cfg.Python, err)
+	}
+	wcfg := wsserve.Config{
+		Session:          cfg,
+		Secret:           []byte(secret),
+		InsecureNoAuth:   l.insecureNoAuth,
+		MaxTokenLifetime: l.tokenLifetime,
+		HandshakeTimeout: l.handshakeTimeout,
+		Logger:           slog.New(slog.NewTextHandler(stderr, nil)),
+	}
+	wcfg.Stream.MaxMessageBytes = l.maxMessage
+	wcfg.Stream.IdleTimeout = l.idleTimeout
+	wcfg.Files.MaxBytes = l.maxFiles
+	if len(wcfg.Secret) == 0 && !wcfg.InsecureNoAuth {
+		return fail(fmt.Errorf("no secret: set %s to a random secret (for example `openssl rand -hex 32`), "+
+			"or pass --insecure-no-auth to let anyone who reaches the port run code", secretEnv))
+	}
+	if err := wcfg.Validate(); err != nil {
+		return fail(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stderr, "codemode-sandbox: listening on %s\n", ln.Addr())
+	if err := wsserve.Serve(ctx, ln, wcfg); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// removeAll removes a directory tree whose directories may be read-only.
+func removeAll(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}

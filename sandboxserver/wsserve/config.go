@@ -1,0 +1,70 @@
+package wsserve
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/transport/wsproto"
+)
+
+// Config configures [Serve].
+type Config struct {
+	// Session is the session's server config. Session.FilesDir is
+	// required: an existing directory, writable by this process, where
+	// the session's files (the tools package) are written.
+	Session sandboxserver.Config
+	// Secret verifies the clients' tokens (see package transport/wsproto);
+	// at least wsproto.MinSecretBytes long.
+	Secret []byte
+	// InsecureNoAuth lets anyone who reaches the port run code. It must
+	// be set for a server without a Secret, and not with one.
+	InsecureNoAuth bool
+	// MaxTokenLifetime is the furthest ahead a token's expiry may lie.
+	// Zero means 5 minutes.
+	MaxTokenLifetime time.Duration
+	// ClockSkew is the clock difference allowed with clients. Zero
+	// means 30s.
+	ClockSkew time.Duration
+	// Stream bounds the connection's messages and idle time.
+	Stream wsproto.Options
+	// Files bounds the files message (default 100 MiB, 10,000 files).
+	Files wsproto.FileLimits
+	// HandshakeTimeout bounds the time from a request's first byte to the
+	// end of the files message. Zero means 30s.
+	HandshakeTimeout time.Duration
+	// Logger receives what the server does. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports what is wrong with c, if anything. [Serve] calls it;
+// a program may call it before it listens.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Secret) == 0 && !c.InsecureNoAuth:
+		return errors.New("wsserve: no secret: set Config.Secret to a random secret, " +
+			"or Config.InsecureNoAuth to let anyone who reaches the port run code")
+	case len(c.Secret) > 0 && c.InsecureNoAuth:
+		return errors.New("wsserve: a secret is set and InsecureNoAuth too: choose one")
+	case len(c.Secret) > 0 && len(c.Secret) < wsproto.MinSecretBytes:
+		return fmt.Errorf("wsserve: the secret is %d bytes; use at least %d random bytes", len(c.Secret), wsproto.MinSecretBytes)
+	case c.Session.FilesDir == "":
+		return errors.New("wsserve: Session.FilesDir is required: the directory the tools package is written to")
+	}
+	if st, err := os.Stat(c.Session.FilesDir); err != nil || !st.IsDir() {
+		return fmt.Errorf("wsserve: the files directory %s is not a directory: %v", c.Session.FilesDir, err)
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() {
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}

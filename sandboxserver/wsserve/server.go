@@ -1,0 +1,185 @@
+//go:build linux
+
+package wsserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/transport/wsproto"
+)
+
+// server answers requests; the first accepted WebSocket runs the session.
+type server struct {
+	cfg     Config
+	verify  *wsproto.Verifier
+	ctx     context.Context // the session's
+	claimed atomic.Bool
+	ended   chan error // the session's end, once
+}
+
+// Serve serves one session on ln and returns when it has ended, or when
+// ctx is done and the session has then ended. It returns nil when the
+// session ended normally (the host's shutdown or a closed connection) and
+// the error otherwise. ln is closed on return.
+func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		ln.Close()
+		return err
+	}
+	cfg.setDefaults()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &server{cfg: cfg, ctx: ctx, ended: make(chan error, 1)}
+	if len(cfg.Secret) > 0 {
+		s.verify = &wsproto.Verifier{Secret: cfg.Secret, MaxLifetime: cfg.MaxTokenLifetime, Skew: cfg.ClockSkew}
+	}
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: cfg.HandshakeTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	var err error
+	select {
+	case err = <-s.ended:
+	case <-ctx.Done():
+		if s.claimed.Load() {
+			// The session sees ctx too; wait for its end.
+			err = <-s.ended
+		}
+	case err = <-served:
+		err = fmt.Errorf("wsserve: %w", err)
+	}
+	_ = hs.Close()
+	return err
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	switch {
+	case r.URL.Path == "/health":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "use GET /health", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	case r.URL.Path != "/":
+		http.Error(w, "not found: the sandbox serves its session at / and its health at /health", http.StatusNotFound)
+		return
+	}
+	session := ""
+	if s.verify != nil {
+		id, err := s.verify.Verify(r.Header.Get("Authorization"))
+		if err != nil {
+			s.cfg.Logger.Warn("refused a connection", "from", r.RemoteAddr, "reason", err)
+			http.Error(w, "unauthorized: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+		session = id
+	}
+	if !slices.Contains(websocket.Subprotocols(r), wsproto.Subprotocol) {
+		http.Error(w, "bad request: open a WebSocket with the subprotocol "+wsproto.Subprotocol+" (the codemode remote backend does)", http.StatusBadRequest)
+		return
+	}
+	if !s.claimed.CompareAndSwap(false, true) {
+		http.Error(w, "busy: this sandbox serves one session per process and has already served or is serving one; start a fresh sandbox", http.StatusConflict)
+		return
+	}
+	up := websocket.Upgrader{
+		HandshakeTimeout: time.Until(start.Add(s.cfg.HandshakeTimeout)),
+		Subprotocols:     []string{wsproto.Subprotocol},
+	}
+	ws, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		s.ended <- fmt.Errorf("wsserve: the WebSocket handshake failed: %w", err)
+		return
+	}
+	s.cfg.Logger.Info("session started", "from", r.RemoteAddr, "session", session)
+	err = s.run(ws, start.Add(s.cfg.HandshakeTimeout))
+	s.cfg.Logger.Info("session ended", "session", session, "err", err)
+	s.ended <- err
+}
+
+// run serves the session on ws: the files message by deadline, then the
+// frame protocol.
+func (s *server) run(ws *websocket.Conn, deadline time.Time) error {
+	conn, stream := wsproto.NewConn(ws, s.cfg.Stream)
+	defer func() {
+		conn.Close()
+		select { // let a close reason reach the client
+		case <-stream.Done():
+		case <-time.After(3 * time.Second):
+		}
+	}()
+	files, err := stream.ReadFiles(s.cfg.Files, deadline)
+	if err != nil {
+		return fmt.Errorf("wsserve: the session's files: %w", err)
+	}
+	if err := writeFiles(s.cfg.Session.FilesDir, files); err != nil {
+		stream.CloseWith(websocket.CloseInternalServerErr, "the sandbox could not write the session's files")
+		return err
+	}
+	err = sandboxserver.Serve(s.ctx, conn, s.cfg.Session)
+	var le *wsproto.LimitError
+	if err == nil || errors.As(err, &le) {
+		return err
+	}
+	if websocket.IsUnexpectedCloseError(err) || errors.Is(err, net.ErrClosed) {
+		return nil // the host went away: the session is over
+	}
+	return err
+}
+
+// writeFiles writes files beneath dir, read-only, and makes the
+// directories it created read-only after them. It refuses to replace
+// anything, and to follow a symlink out of dir.
+func writeFiles(dir string, files map[string][]byte) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("wsserve: the files directory: %w", err)
+	}
+	defer root.Close()
+	made := map[string]bool{}
+	for name, data := range files {
+		for d := path.Dir(name); d != "." && !made[d]; d = path.Dir(d) {
+			made[d] = true
+		}
+		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return fmt.Errorf("wsserve: session file %s: %w", name, err)
+		}
+		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if err != nil {
+			return fmt.Errorf("wsserve: session file %s: %w", name, err)
+		}
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("wsserve: session file %s: %w", name, err)
+		}
+	}
+	for d := range made {
+		if err := root.Chmod(d, 0o555); err != nil {
+			return fmt.Errorf("wsserve: session directory %s: %w", d, err)
+		}
+	}
+	return nil
+}
