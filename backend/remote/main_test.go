@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +68,7 @@ func (s *server) stderr() string {
 // env sets another) and extra flags; it is killed when the test ends.
 func startServer(t testing.TB, env []string, flags ...string) *server {
 	t.Helper()
-	s, err := launch(t.TempDir(), env, flags...)
+	s, err := launch(tempDir(t), env, flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func launch(dir string, env []string, flags ...string) (*server, error) {
 	args := append([]string{"--listen", "127.0.0.1:0", "--python", "/usr/bin/python3", "--workdir", ws}, flags...)
 	cmd := exec.Command(serverBin, args...)
 	cmd.Dir = ws
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "CODEMODE_SANDBOX_TOKEN=" + string(testSecret)}, env...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "CODEMODE_SANDBOX_TOKEN=" + string(testSecret)}, env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -118,15 +120,34 @@ func launch(dir string, env []string, flags ...string) (*server, error) {
 	}
 }
 
-// stop waits a little for the server to exit by itself, then kills it.
+// stop waits a little for the server to exit by itself, then stops it
+// with SIGTERM, then kills it.
 func (s *server) stop() {
-	select {
-	case <-s.exited:
-		return
-	case <-time.After(5 * time.Second):
+	for _, sig := range []os.Signal{nil, syscall.SIGTERM, os.Kill} {
+		if sig != nil {
+			_ = s.cmd.Process.Signal(sig)
+		}
+		select {
+		case <-s.exited:
+			return
+		case <-time.After(5 * time.Second):
+		}
 	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
+}
+
+// tempDir is a t.TempDir that a killed server's read-only files
+// directory does not keep from being removed.
+func tempDir(t testing.TB) string {
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+	})
+	return dir
 }
 
 // waitExit reports whether the server exits within d.
@@ -143,7 +164,7 @@ func (s *server) waitExit(d time.Duration) bool {
 // out a sandbox per claim does; release waits for it to exit.
 func provisioner(t testing.TB, flags ...string) func(ctx context.Context) (string, func(), error) {
 	return func(ctx context.Context) (string, func(), error) {
-		s, err := launch(t.TempDir(), nil, flags...)
+		s, err := launch(tempDir(t), nil, flags...)
 		if err != nil {
 			return "", nil, err
 		}

@@ -76,6 +76,10 @@ type Stream struct {
 	cur  io.Reader // the message being read
 	left int64     // bytes the current message may still have
 
+	peerClosed chan struct{}         // closed when the peer's close frame arrives
+	peerClose  *websocket.CloseError // set before peerClosed closes
+	peerOnce   sync.Once
+
 	stop      chan struct{} // closed by Close
 	done      chan struct{} // closed when the network connection is closed
 	closeOnce sync.Once
@@ -85,8 +89,16 @@ type Stream struct {
 // sending pings. Close the stream to end it.
 func NewStream(ws *websocket.Conn, opts Options) *Stream {
 	opts.setDefaults()
-	s := &Stream{ws: ws, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Stream{ws: ws, opts: opts, stop: make(chan struct{}), done: make(chan struct{}), peerClosed: make(chan struct{})}
 	s.extend()
+	closeHandler := ws.CloseHandler()
+	ws.SetCloseHandler(func(code int, text string) error {
+		s.peerOnce.Do(func() {
+			s.peerClose = &websocket.CloseError{Code: code, Text: text}
+			close(s.peerClosed)
+		})
+		return closeHandler(code, text)
+	})
 	ws.SetPongHandler(func(string) error { s.extend(); return nil })
 	ws.SetPingHandler(func(data string) error {
 		s.extend()
@@ -198,11 +210,24 @@ func (s *Stream) Write(p []byte) (int, error) {
 			}
 		}
 		if err := s.ws.WriteMessage(websocket.TextMessage, chunk); err != nil {
-			return sent, err
+			return sent, s.writeErr(err)
 		}
 		sent += len(chunk)
 	}
 	return sent, nil
+}
+
+// writeErr explains a failed write by the peer's close frame, if one
+// arrives soon: a peer that refuses a message closes with a reason.
+func (s *Stream) writeErr(err error) error {
+	select {
+	case <-s.peerClosed:
+	case <-s.done:
+		return err
+	case <-time.After(500 * time.Millisecond):
+		return err
+	}
+	return fmt.Errorf("wsproto: the peer closed the connection: %w", s.peerClose)
 }
 
 func lastNewline(b []byte) int {
