@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/backend/remote"
 	"github.com/adk-codemode/codemode/backend/unsandboxed"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -34,7 +37,7 @@ var backends = map[string]backendInfo{
 const defaultBackend = "jail"
 
 func backendNames() string {
-	names := make([]string, 0, len(backends))
+	names := []string{"remote"}
 	for n := range backends {
 		names = append(names, n)
 	}
@@ -42,10 +45,34 @@ func backendNames() string {
 	return strings.Join(names, ", ")
 }
 
-func newBackend(name, python string) (transport.Backend, error) {
+// remoteTokenEnv names the variable that holds a remote sandbox's secret.
+const remoteTokenEnv = "CODEMODE_REMOTE_TOKEN"
+
+// newBackend returns the backend called name; url is for remote only.
+func newBackend(name, python, url string) (transport.Backend, error) {
+	if name == "remote" {
+		if url == "" {
+			return nil, errors.New("--backend remote needs --url, the sandbox server's address")
+		}
+		return remoteBackend(url, 0)
+	}
+	if url != "" {
+		return nil, fmt.Errorf("--url is for --backend remote, not %s", name)
+	}
 	b, ok := backends[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q (choose one of: %s)", name, backendNames())
 	}
 	return b.open(python), nil
+}
+
+// remoteBackend is a sandbox server at url, authenticated with tokens
+// signed from $CODEMODE_REMOTE_TOKEN (without it, with none: for a server
+// run with --insecure-no-auth). attempts of zero means the default.
+func remoteBackend(url string, attempts int) (*remote.Backend, error) {
+	cfg := remote.Config{URL: url, StartAttempts: attempts}
+	if secret := os.Getenv(remoteTokenEnv); secret != "" {
+		cfg.Secret = []byte(secret)
+	}
+	return remote.New(cfg)
 }

@@ -18,14 +18,23 @@ Starts a real jail and reports, per backend, which protections this host
 actually enforces, and measures cold starts. Exits non-zero when the
 default backend (jail) cannot run here.
 
+With --url, checks a remote sandbox server instead: its health, that it
+accepts this host's token (from $CODEMODE_REMOTE_TOKEN), and a round trip
+of code and a tool call; then prints what the sandbox reports. This uses
+up the server's one session.
+
 Flags:
 `
 
 func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("doctor", doctorUsage, stderr)
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
+	url := fs.String("url", "", "check the remote sandbox server at `address` instead")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
+	}
+	if *url != "" {
+		return doctorRemote(*url, stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -54,6 +54,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var codes codeFlags
 	fs.Var(&codes, "c", "Python `code` to run as one block (repeatable)")
 	backend := fs.String("backend", defaultBackend, "sandbox `name`: "+backendNames())
+	url := fs.String("url", "", "with --backend remote: the sandbox server's `address` (its secret comes from $"+remoteTokenEnv+")")
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
 	timeout := fs.Duration("timeout", 60*time.Second, "time limit per block; 0 means none")
 	grace := fs.Duration("grace", time.Second, "how long an interrupted block may take to stop before the worker is reset")
@@ -87,7 +88,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "codemode exec: --timeout must not be negative")
 		return 2
 	}
-	b, err := newBackend(*backend, *python)
+	b, err := newBackend(*backend, *python, *url)
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode exec: %v\n", err)
 		return 2
