@@ -22,7 +22,7 @@ var layers = map[string]int{
 	"schema":                      4,
 	"backend/jail":                5,
 	"backend/unsandboxed":         5,
-	"backend/remote":              5,
+	"backend/remote":              6,
 	"sandboxserver/wsserve":       5,
 	"backend/jail/internal/floor": 6,
 	"sandboxserver":               6,
