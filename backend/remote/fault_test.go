@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -442,4 +443,40 @@ func TestPool(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// TestSecretHiddenFromCode: code in the session, running as the server's
+// user, finds the secret in no process's environment. A root test run
+// starts the server as nobody, as root could read anything.
+func TestSecretHiddenFromCode(t *testing.T) {
+	var cred *syscall.Credential
+	dir := tempDir(t)
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+		if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := launchAs(dir, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	s := open(t, newBackend(t, remote.Config{URL: srv.URL(), Secret: testSecret}), transport.SessionConfig{})
+	r := execOK(t, s, fmt.Sprintf(`
+import os
+secret, found, readable = %q.encode(), [], 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        env = open(f"/proc/{pid}/environ", "rb").read()
+    except OSError:
+        continue
+    readable += 1
+    if secret in env:
+        found.append(pid)
+print(found, readable > 0, os.getppid())`, testSecret))
+	if !strings.HasPrefix(r.Stdout, "[] True") {
+		t.Fatalf("the code found the secret (or read no environment at all): %s", r.Stdout)
+	}
+	s.Close()
 }

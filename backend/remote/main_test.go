@@ -38,6 +38,7 @@ func run(m *testing.M) int {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
+	_ = os.Chmod(dir, 0o755) // a server run as another user must reach it
 	serverBin = filepath.Join(dir, "codemode-sandbox")
 	if out, err := exec.Command("go", "build", "-o", serverBin, "../../cmd/codemode-sandbox").CombinedOutput(); err != nil {
 		fmt.Printf("build the server: %v\n%s", err, out)
@@ -77,13 +78,26 @@ func startServer(t testing.TB, env []string, flags ...string) *server {
 }
 
 func launch(dir string, env []string, flags ...string) (*server, error) {
+	return launchAs(dir, nil, env, flags...)
+}
+
+// launchAs starts the server as the user cred names (nil: this process's).
+func launchAs(dir string, cred *syscall.Credential, env []string, flags ...string) (*server, error) {
 	ws := filepath.Join(dir, "workspace")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return nil, err
 	}
+	if cred != nil {
+		for _, d := range []string{dir, ws} {
+			if err := os.Chown(d, int(cred.Uid), int(cred.Gid)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	args := append([]string{"--listen", "127.0.0.1:0", "--python", "/usr/bin/python3", "--workdir", ws}, flags...)
 	cmd := exec.Command(serverBin, args...)
 	cmd.Dir = ws
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "CODEMODE_SANDBOX_TOKEN=" + string(testSecret)}, env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {

@@ -57,6 +57,9 @@ func (l *listenFlags) serve(ctx context.Context, cfg sandboxserver.Config, stder
 	}
 	secret := os.Getenv(secretEnv)
 	os.Unsetenv(secretEnv) // nothing started from here needs it
+	if err := hideProcess(); err != nil {
+		return fail(fmt.Errorf("make the process non-dumpable, which keeps the secret from the code: %w", err))
+	}
 
 	if cfg.FilesDir == "" {
 		dir, err := os.MkdirTemp("", "codemode-files-")
