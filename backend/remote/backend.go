@@ -190,7 +190,7 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return nil, fmt.Errorf("remote: %w (after: %v)", ctx.Err(), err)
+				return nil, fmt.Errorf("remote: %w (after: %w)", ctx.Err(), err)
 			case <-t.C:
 			}
 		}
@@ -276,7 +276,7 @@ func (b *Backend) dial(ctx context.Context, target string) (*websocket.Conn, err
 		return nil, fmt.Errorf("remote: connect to %s: %w", redact(target), err)
 	}
 	if ws.Subprotocol() != wsproto.Subprotocol {
-		ws.Close()
+		_ = ws.Close()
 		return nil, fmt.Errorf("remote: %s is not a codemode sandbox server: it did not accept the %s subprotocol", redact(target), wsproto.Subprotocol)
 	}
 	return ws, nil

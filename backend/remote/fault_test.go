@@ -332,7 +332,8 @@ func TestSlowHandshakeBounded(t *testing.T) {
 				_, err = c.Read(make([]byte, 4096))
 			}
 		}
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
 			t.Fatal("the server kept a half-sent request open")
 		}
 		// A slow request claims nothing: a session still starts.

@@ -56,7 +56,7 @@ func (l *listenFlags) serve(ctx context.Context, cfg sandboxserver.Config, stder
 		addr = net.JoinHostPort(host, port)
 	}
 	secret := os.Getenv(secretEnv)
-	os.Unsetenv(secretEnv) // nothing started from here needs it
+	_ = os.Unsetenv(secretEnv) // nothing started from here needs it
 	if err := hideProcess(); err != nil {
 		return fail(fmt.Errorf("make the process non-dumpable, which keeps the secret from the code: %w", err))
 	}

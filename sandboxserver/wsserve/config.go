@@ -54,8 +54,10 @@ func (c *Config) Validate() error {
 	case c.Session.FilesDir == "":
 		return errors.New("wsserve: Session.FilesDir is required: the directory the tools package is written to")
 	}
-	if st, err := os.Stat(c.Session.FilesDir); err != nil || !st.IsDir() {
-		return fmt.Errorf("wsserve: the files directory %s is not a directory: %v", c.Session.FilesDir, err)
+	if st, err := os.Stat(c.Session.FilesDir); err != nil {
+		return fmt.Errorf("wsserve: the files directory: %w", err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("wsserve: the files directory %s is not a directory", c.Session.FilesDir)
 	}
 	return nil
 }

@@ -155,7 +155,7 @@ func writeFiles(dir string, files map[string][]byte) error {
 	if err != nil {
 		return fmt.Errorf("wsserve: the files directory: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	made := map[string]bool{}
 	for name, data := range files {
 		for d := path.Dir(name); d != "." && !made[d]; d = path.Dir(d) {

@@ -88,6 +88,11 @@ func ParseToken(s string) (Token, []byte, error) {
 	if err != nil {
 		return Token{}, nil, fmt.Errorf("%w: bad expiry", errMalformed)
 	}
+	// The decoder skips CR and LF, so check the alphabet first: one token,
+	// one spelling.
+	if len(sig) != 43 || strings.IndexFunc(sig, notIDRune) >= 0 {
+		return Token{}, nil, fmt.Errorf("%w: bad MAC encoding", errMalformed)
+	}
 	m, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil || len(m) != sha256.Size {
 		return Token{}, nil, fmt.Errorf("%w: bad MAC encoding", errMalformed)
