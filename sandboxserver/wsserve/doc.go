@@ -11,9 +11,9 @@
 //
 //   - the bearer token must verify against the secret (wsproto.Verifier):
 //     a wrong, expired or replayed token gets 401 and starts nothing;
+//   - the client must ask for the subprotocol wsproto.Subprotocol (400);
 //   - no session may have started in this process: a second connection
-//     gets 409, whatever the state of the first;
-//   - the client must ask for the subprotocol wsproto.Subprotocol (400).
+//     gets 409, whatever the state of the first.
 //
 // With no secret the server refuses to start unless InsecureNoAuth is set.
 //
