@@ -56,13 +56,19 @@ func TestVerifyRefusesReplay(t *testing.T) {
 
 func TestTamperedTokenFails(t *testing.T) {
 	secret := []byte("0123456789abcdef")
-	tok := Sign(secret, Token{Session: "abc", Expires: time.Now().Add(time.Minute)})
-	// Move the expiry while keeping the MAC.
-	parts := strings.Split(tok, ".")
-	parts[2] = parts[2][:len(parts[2])-1] + "9"
-	v := &Verifier{Secret: secret}
-	if _, err := v.Verify("Bearer " + strings.Join(parts, ".")); !errors.Is(err, ErrBadToken) {
-		t.Fatalf("Verify(tampered) = %v, want ErrBadToken", err)
+	now := time.Unix(1_800_000_000, 0)
+	tok := Sign(secret, Token{Session: "abc", Expires: now.Add(time.Minute)}) // expiry 1800000060
+	v := &Verifier{Secret: secret, Now: func() time.Time { return now }}
+	for _, forged := range []string{
+		strings.Replace(tok, ".1800000060.", ".1800000120.", 1), // a later expiry, the same MAC
+		strings.Replace(tok, "cm1.abc.", "cm1.abd.", 1),         // another session, the same MAC
+	} {
+		if forged == tok {
+			t.Fatal("the forgery did not change the token")
+		}
+		if _, err := v.Verify("Bearer " + forged); !errors.Is(err, ErrBadToken) {
+			t.Errorf("Verify(%q) = %v, want ErrBadToken", forged, err)
+		}
 	}
 }
 
