@@ -102,7 +102,7 @@ func BenchmarkWarmPrint(b *testing.B) {
 	s := benchSession(b, nil)
 	st := openStdio(b, nil)
 	b.Cleanup(func() { st.Close() })
-	e := newEcho(b, frameSize(&wire.RunFrame{ID: "b1", Code: "print(1)", GraceMS: 5000}))
+	e := newEcho(b, frameSize(&wire.RunFrame{ID: "b1", Code: "print(1)", GraceMS: 1000}))
 	var lat, floor, pipes []time.Duration
 	for b.Loop() {
 		lat = append(lat, timeExec(b, s, "print(1)"))
@@ -133,7 +133,7 @@ func BenchmarkToolCall(b *testing.B) {
 		return transport.ToolResult{}
 	})
 	s := benchSession(b, noop)
-	e := newEcho(b, frameSize(&wire.ToolCallFrame{ID: "c0123456789abcdef", Name: "noop", Args: map[string]any{}}))
+	e := newEcho(b, frameSize(&wire.ToolCallFrame{ID: "c0123456789abcdef", Block: "b1", Name: "noop", Args: map[string]any{}}))
 	var floor []time.Duration
 	for range max(b.N, 100) {
 		floor = append(floor, e.roundTrip(b))
