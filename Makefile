@@ -15,6 +15,7 @@ demo:
 ## test: format check, vet, and every test with the race detector
 test: lint
 	$(GO) test -race -count=1 -shuffle=on -timeout 30m $(PKGS)
+	cd deploy && $(GO) test -count=1 ./...
 
 ## lint: gofmt, go vet (also for macOS, where the library must build) and golangci-lint (.golangci.yml)
 lint:
@@ -44,6 +45,8 @@ bench:
 	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./sandboxserver/
 	$(GO) test -run '^$$' -bench ChangedAfterBlock10k -benchtime 300x -benchmem ./sandboxserver/
 	$(GO) test -run '^$$' -bench RenderCatalog1000 -benchtime 20x -benchmem ./render/
+	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime 3000x -count 3 ./backend/remote
+	$(GO) test -run '^$$' -bench 'SessionStart' -benchtime 30x -count 2 ./backend/remote
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
@@ -52,6 +55,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	$(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSupMsg$$' -fuzztime $(FUZZTIME) ./sandboxserver
+	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime $(FUZZTIME) ./transport/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFiles$$' -fuzztime $(FUZZTIME) ./transport/wsproto
 
 ## golden: rewrite golden files after an intended change (review the diff!)
 golden:
@@ -59,3 +64,4 @@ golden:
 
 tidy:
 	$(GO) mod tidy -diff
+	cd deploy && $(GO) mod tidy -diff
