@@ -145,6 +145,9 @@ func manifests(t *testing.T) map[string]any {
 	t.Helper()
 	out := map[string]any{}
 	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "testdata" {
+			return filepath.SkipDir // recorded API answers, not manifests
+		}
 		if err != nil || d.IsDir() || (filepath.Ext(p) != ".yaml" && filepath.Ext(p) != ".yml") {
 			return err
 		}
