@@ -65,6 +65,28 @@ func runAsync(s transport.Session, code string) <-chan error {
 	return errc
 }
 
+// signal is a tool handler whose tool "started" reports, once, that a
+// block is running; code calls it before it blocks.
+type signal chan struct{}
+
+const started = "from codemode_runtime import call\ncall('started', {})\n"
+
+func (s signal) CallTool(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+	if c.Name == "started" {
+		close(s)
+	}
+	return transport.ToolResult{Value: "ok"}
+}
+
+func (s signal) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the block did not start")
+	}
+}
+
 func waitErr(t *testing.T, errc <-chan error) error {
 	t.Helper()
 	select {
@@ -78,10 +100,11 @@ func waitErr(t *testing.T, errc <-chan error) error {
 
 func TestServerKilledMidBlock(t *testing.T) {
 	srv := startServer(t, nil)
-	s := open(t, newBackend(t, remote.Config{URL: srv.URL(), Secret: testSecret}), transport.SessionConfig{})
+	sig := make(signal)
+	s := open(t, newBackend(t, remote.Config{URL: srv.URL(), Secret: testSecret}), transport.SessionConfig{Tools: sig})
 	execOK(t, s, "x = 1")
-	errc := runAsync(s, "import time\nprint('started', flush=True)\ntime.sleep(3600)")
-	time.Sleep(300 * time.Millisecond)
+	errc := runAsync(s, started+"import time\ntime.sleep(3600)")
+	sig.wait(t)
 	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -94,34 +117,33 @@ func TestServerKilledMidBlock(t *testing.T) {
 }
 
 func TestConnectionCut(t *testing.T) {
-	blocked := make(chan struct{})
-	tools := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
-		if c.Name == "block" {
-			close(blocked)
-			<-ctx.Done()
-		}
-		return transport.ToolResult{Value: "ok"}
-	})
 	tests := []struct {
-		name  string
-		code  string
-		ready <-chan struct{} // when to cut; nil: after a short wait
-		want  transport.Stage
+		name string
+		code string // runs after the block has signalled that it started
+		want transport.Stage
 	}{
-		{"mid-block", "import time\ntime.sleep(3600)", nil, transport.Unknown},
-		{"during a tool call", "from codemode_runtime import call\ncall('block', {})", blocked, transport.Unknown},
+		{"mid-block", "import time\ntime.sleep(3600)", transport.Unknown},
+		{"during a tool call", "call('block', {})", transport.Unknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			sig, blocked := make(signal), make(chan struct{})
+			tools := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+				if c.Name == "block" {
+					close(blocked)
+					<-ctx.Done()
+					return transport.ToolResult{}
+				}
+				return sig.CallTool(ctx, c)
+			})
 			srv := startServer(t, nil)
 			p := startProxy(t, srv.addr)
 			s := open(t, newBackend(t, remote.Config{URL: p.URL(), Secret: testSecret}), transport.SessionConfig{Tools: tools})
 			execOK(t, s, "x = 1")
-			errc := runAsync(s, tc.code)
-			if tc.ready != nil {
-				<-tc.ready
-			} else {
-				time.Sleep(300 * time.Millisecond)
+			errc := runAsync(s, started+tc.code)
+			sig.wait(t)
+			if tc.name == "during a tool call" {
+				<-blocked
 			}
 			p.cut()
 			if st := stageOf(t, waitErr(t, errc)); st != tc.want {
@@ -153,7 +175,8 @@ func TestConnectionCut(t *testing.T) {
 func TestServerExitsWhenCodeIgnoresTheEnd(t *testing.T) {
 	srv := startServer(t, nil)
 	p := startProxy(t, srv.addr)
-	s := open(t, newBackend(t, remote.Config{URL: p.URL(), Secret: testSecret}), transport.SessionConfig{})
+	sig := make(signal)
+	s := open(t, newBackend(t, remote.Config{URL: p.URL(), Secret: testSecret}), transport.SessionConfig{Tools: sig})
 	r := execOK(t, s, `
 import signal, subprocess
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -163,8 +186,8 @@ print(child.pid)`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runAsync(s, "while True:\n    try:\n        __import__('time').sleep(3600)\n    except BaseException:\n        pass")
-	time.Sleep(300 * time.Millisecond)
+	runAsync(s, started+"while True:\n    try:\n        __import__('time').sleep(3600)\n    except BaseException:\n        pass")
+	sig.wait(t)
 	p.cut() // no shutdown frame: the host is simply gone
 	if !srv.waitExit(20 * time.Second) {
 		t.Fatalf("the server did not exit\n%s", srv.stderr())

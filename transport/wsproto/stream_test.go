@@ -67,7 +67,7 @@ func TestStreamClosesOnOversizeMessage(t *testing.T) {
 }
 
 func TestStreamClosesWhenIdle(t *testing.T) {
-	s, c := pair(t, Options{IdleTimeout: 300 * time.Millisecond})
+	s, c := pair(t, Options{IdleTimeout: 500 * time.Millisecond})
 	// The raw client answers pings only while it reads; it does not read,
 	// so nothing reaches the stream.
 	_, err := io.ReadAll(s)
@@ -87,7 +87,7 @@ func TestStreamClosesWhenIdle(t *testing.T) {
 }
 
 func TestStreamPingsKeepAnIdleLinkAlive(t *testing.T) {
-	s, c := pair(t, Options{IdleTimeout: 300 * time.Millisecond})
+	s, c := pair(t, Options{IdleTimeout: time.Second})
 	go func() {
 		for { // reading answers the stream's pings
 			if _, _, err := c.ReadMessage(); err != nil {
@@ -100,7 +100,7 @@ func TestStreamPingsKeepAnIdleLinkAlive(t *testing.T) {
 	select {
 	case err := <-read:
 		t.Fatalf("an answered link ended: %v", err)
-	case <-time.After(time.Second):
+	case <-time.After(3 * time.Second):
 	}
 }
 
