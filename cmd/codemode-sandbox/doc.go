@@ -1,11 +1,19 @@
-// Command codemode-sandbox serves one sandbox session over its standard
-// input and output: the frame protocol of package transport, with one
-// persistent Python worker. It is the entry point of the sandbox container
-// image (images/sandbox), where the container is the isolation boundary:
+// Command codemode-sandbox serves one sandbox session with one persistent
+// Python worker: over its standard input and output (the frame protocol
+// of package transport/wire), or with --listen over a WebSocket (package
+// sandboxserver/wsserve, the server of backend/remote). It is the entry
+// point of the sandbox container image (images/sandbox), where the
+// container is the isolation boundary:
 //
 //	docker run -i --rm --network none --read-only --tmpfs /workspace --tmpfs /tmp \
 //		--cap-drop ALL --security-opt no-new-privileges codemode-sandbox
 //
-// It exits when the host sends shutdown or closes standard input, after
-// killing every process the session started.
+// On standard input and output it exits when the host sends shutdown or
+// closes standard input. With --listen ADDR ($PORT, when set, replaces
+// ADDR's port) it answers GET /health at any time, takes one session at
+// "/" from a client whose token verifies against $CODEMODE_SANDBOX_TOKEN
+// (it refuses to start without one unless given --insecure-no-auth),
+// writes the tools package that the session sends to --files, and exits
+// when that session ends. Either way it kills every process the session
+// started before it exits.
 package main
