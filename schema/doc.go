@@ -54,5 +54,12 @@
 // [*ValidationError] listing each violation as instance path, rule and
 // message, in text written for the model to act on.
 //
+// Patterns are ECMA-262 regular expressions: RE2 matches those it accepts,
+// an ECMAScript-mode backtracking engine with a time limit per match the
+// rest. A keyword that cannot be compiled (an unreachable reference, a
+// pattern no engine accepts, a value the meta-schema rejects) is left out of
+// validation alone and reported by [Validator.Unenforced]; the rest of the
+// schema is still enforced.
+//
 // Documents, Nodes and Validators are safe for concurrent use.
 package schema

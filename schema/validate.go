@@ -26,15 +26,22 @@ const declURL = "urn:codemode:declaration"
 // Validator checks a tool call's arguments against the tool's declared
 // parameter schema. It is safe for concurrent use.
 type Validator struct {
-	tool string
-	sch  *jsonschema.Schema
+	tool       string
+	sch        *jsonschema.Schema
+	unenforced []Unenforced
 }
 
 // CompileValidator compiles decl's parameter schema for argument validation.
 // Gemini-style Parameters are converted to JSON Schema first (upper-case
 // types lowered, snake_case aliases renamed, nullable turned into a null
-// type). References outside the declaration are never loaded: the schema
-// fails to compile instead.
+// type). Patterns are ECMA-262 regular expressions (see compileRegexp).
+//
+// References outside the declaration are never loaded. A keyword that
+// cannot be compiled, such as such a reference, a pattern no engine
+// accepts or a value the JSON Schema meta-schema rejects, is left out of
+// validation alone and listed by [Validator.Unenforced]; the rest of the
+// schema is still enforced. An error is returned only when the schema
+// cannot be compiled even so.
 func CompileValidator(decl *genai.FunctionDeclaration) (*Validator, error) {
 	doc, err := Parameters(decl)
 	if err != nil {
@@ -44,17 +51,35 @@ func CompileValidator(decl *genai.FunctionDeclaration) (*Validator, error) {
 	if decl != nil {
 		name = decl.Name
 	}
+	root := doc.JSONSchema()
+	var unenforced []Unenforced
+	dropPatterns(root, &unenforced)
+	for round := 0; ; round++ {
+		sch, err := compile(root)
+		if err == nil {
+			return &Validator{tool: name, sch: sch, unenforced: unenforced}, nil
+		}
+		if round == maxDropRounds || !dropBroken(root, err, &unenforced) {
+			return nil, fmt.Errorf("schema: tool %q: parameter schema does not compile: %w", name, err)
+		}
+	}
+}
+
+func compile(root any) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
-	if err := c.AddResource(declURL, doc.JSONSchema()); err != nil {
-		return nil, fmt.Errorf("schema: tool %q: %w", name, err)
+	c.UseRegexpEngine(compileRegexp)
+	if err := c.AddResource(declURL, root); err != nil {
+		return nil, err
 	}
-	sch, err := c.Compile(declURL)
-	if err != nil {
-		return nil, fmt.Errorf("schema: tool %q: parameter schema does not compile: %w", name, err)
-	}
-	return &Validator{tool: name, sch: sch}, nil
+	return c.Compile(declURL)
+}
+
+// Unenforced lists the keywords of the schema that validation leaves out
+// because they cannot be compiled, in the order they were found.
+func (v *Validator) Unenforced() []Unenforced {
+	return append([]Unenforced(nil), v.unenforced...)
 }
 
 // noLoader refuses every URL, so that validation never touches the network
@@ -131,7 +156,7 @@ func pointer(loc []string) string {
 	var sb strings.Builder
 	for _, tok := range loc {
 		sb.WriteByte('/')
-		sb.WriteString(strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
+		sb.WriteString(escapeToken(tok))
 	}
 	return sb.String()
 }

@@ -24,7 +24,7 @@ type surface struct {
 type surfaceTool struct {
 	name      string // raw ADK name
 	tool      runnableTool
-	validator *schema.Validator // nil when the schema cannot be compiled
+	validator *schema.Validator // nil when the schema cannot be compiled even in part (logged)
 
 	// builtin: one of the artifact tools, whose {"result": v} is unwrapped
 	// and whose result is never saved as an artifact.
@@ -209,9 +209,9 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 			st.saveResult = true
 			st.popName, st.popDesc = pops[key][0], pops[key][1]
 		}
-		if v, err := schema.CompileValidator(e.Declaration); err == nil {
-			st.validator = v
-		}
+		v, err := schema.CompileValidator(e.Declaration)
+		st.validator = v
+		reportValidation(e.Path, v, err)
 		s.tools[e.Path] = st
 	}
 	for _, f := range reg.Stubs() {
