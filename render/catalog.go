@@ -36,14 +36,31 @@ const (
 	Full Detail = iota
 	// Names shows only the import line of each namespace.
 	Names
+	// Signatures shows every tool's signature with a one-line summary,
+	// without the Args, Constraints and Returns sections.
+	Signatures
 )
 
-// String returns "full" or "names".
+// String returns "full", "signatures" or "names".
 func (d Detail) String() string {
-	if d == Names {
+	switch d {
+	case Names:
 		return "names"
+	case Signatures:
+		return "signatures"
 	}
 	return "full"
+}
+
+// less returns the next smaller detail: Full, then Signatures, then Names.
+func (d Detail) less() (Detail, bool) {
+	switch d {
+	case Full:
+		return Signatures, true
+	case Signatures:
+		return Names, true
+	}
+	return Names, false
 }
 
 // DefaultBudget is the default size limit of the <code-mode> block, in
@@ -53,57 +70,88 @@ const DefaultBudget = 50000
 // Catalog returns the tools package as .pyi-like text: one section per
 // namespace in sorted order, then the top-level section. Each section has a
 // header comment and the import line; with Full detail it also has every
-// tool's signature and docstring.
+// tool's signature and docstring, with Signatures every tool's signature
+// and a one-line summary.
 func (r *Registry) Catalog(d Detail) string {
 	return r.catalog(d).text
 }
 
-// catalogText is a rendered catalog with the size of its text as the
-// tools-package element holds it.
+// catalogText is a rendered catalog with its sections and their sizes.
 type catalogText struct {
 	text string
 	// runes counts the code points of text without its leading and
 	// trailing newlines.
 	runes int
+	// sections holds the text of each section (joined by "\n" in text),
+	// secRunes the code points of each.
+	sections []string
+	secRunes []int
 }
 
 func (r *Registry) catalog(d Detail) catalogText {
-	if d != Names {
+	if d != Names && d != Signatures {
 		d = Full
 	}
 	r.catalogOnce[d].Do(func() {
-		text := r.buildCatalog(d)
-		r.catalogs[d] = catalogText{text: text, runes: utf8.RuneCountInString(strings.Trim(text, "\n"))}
+		c := catalogText{sections: r.buildSections(d)}
+		c.secRunes = make([]int, len(c.sections))
+		size := 0
+		for i, sec := range c.sections {
+			c.secRunes[i] = utf8.RuneCountInString(sec)
+			size += len(sec) + 1
+		}
+		var sb strings.Builder
+		sb.Grow(size)
+		for i, sec := range c.sections {
+			if i > 0 {
+				sb.WriteString("\n")
+			}
+			sb.WriteString(sec)
+		}
+		c.text = sb.String()
+		c.runes = utf8.RuneCountInString(strings.Trim(c.text, "\n"))
+		r.catalogs[d] = c
 	})
 	return r.catalogs[d]
 }
 
-func (r *Registry) buildCatalog(d Detail) string {
+// sectionBounds returns the start of each section in r.entries, and
+// len(r.entries) last.
+func (r *Registry) sectionBounds() []int {
+	var out []int
+	for i, e := range r.entries {
+		if i == 0 || e.Package != r.entries[i-1].Package {
+			out = append(out, i)
+		}
+	}
+	return append(out, len(r.entries))
+}
+
+func (r *Registry) buildSections(d Detail) []string {
 	var rendered []renderedTool
-	size := 0
-	if d == Full {
+	if d != Names {
 		rendered = r.render()
-		for _, rt := range rendered {
-			size += len(rt.catalogSig) + len(rt.docstring) + 10
-		}
 	}
-	for _, e := range r.entries {
-		size += len(e.Attr) + 2
-	}
-	var sb strings.Builder
-	sb.Grow(size + 64*len(r.Namespaces()) + 64)
-	for start := 0; start < len(r.entries); {
-		end := start
-		for end < len(r.entries) && r.entries[end].Package == r.entries[start].Package {
-			end++
-		}
+	bounds := r.sectionBounds()
+	out := make([]string, 0, len(bounds)-1)
+	for s := 0; s+1 < len(bounds); s++ {
+		start, end := bounds[s], bounds[s+1]
 		module := "tools"
 		if pkg := r.entries[start].Package; pkg != "" {
 			module += "." + pkg
 		}
-		if start > 0 {
-			sb.WriteString("\n")
+		size := 2*len(module) + 32
+		for i := start; i < end; i++ {
+			size += len(r.entries[i].Attr) + 2
+			switch d {
+			case Full:
+				size += len(rendered[i].catalogSig) + len(rendered[i].docstring) + 10
+			case Signatures:
+				size += len(rendered[i].catalogSig) + len(rendered[i].summary) + 2
+			}
 		}
+		var sb strings.Builder
+		sb.Grow(size)
 		sb.WriteString("# " + module + "\n\nfrom " + module + " import ")
 		for i, e := range r.entries[start:end] {
 			if i > 0 {
@@ -111,7 +159,7 @@ func (r *Registry) buildCatalog(d Detail) string {
 			}
 			sb.WriteString(e.Attr)
 		}
-		if d == Full {
+		if d != Names {
 			sb.WriteString("\n\n")
 			for i := start; i < end; i++ {
 				if i > start {
@@ -120,13 +168,88 @@ func (r *Registry) buildCatalog(d Detail) string {
 				rt := rendered[i]
 				sb.WriteString(rt.catalogSig)
 				sb.WriteString("\n")
+				if d == Signatures {
+					sb.WriteString(rt.summary)
+					continue
+				}
 				sb.WriteString(rt.docstring)
 				sb.WriteString("    ...\n")
 			}
 		}
-		start = end
+		out = append(out, sb.String())
 	}
-	return sb.String()
+	return out
+}
+
+// fitCatalog chooses the detail of each section so that the catalog fits
+// room code points, and returns the catalog and its tiers; ok is false when
+// even the names of every section do not fit. Every section starts at
+// Full; while the catalog is too large, the section that is largest at its
+// current detail (the first in catalog order among equals) drops to the next
+// smaller one: Full, then Signatures, then Names. Large namespaces so give
+// way first and small ones keep their full detail.
+func (r *Registry) fitCatalog(room int) (text string, tiers []Detail, ok bool) {
+	cats := [3]catalogText{}
+	get := func(d Detail) catalogText {
+		if cats[d].sections == nil {
+			cats[d] = r.catalog(d)
+		}
+		return cats[d]
+	}
+	full := get(Full)
+	n := len(full.sections)
+	tiers = make([]Detail, n)
+	if full.runes <= room {
+		return full.text, tiers, true
+	}
+	// The catalog's size: its sections, the newlines joining them, less the
+	// trailing newline of the last, which the element strips.
+	size := full.runes
+	last := func() int {
+		if d := tiers[n-1]; d != Names {
+			return 1
+		}
+		return 0
+	}
+	for size > room {
+		pick := -1
+		for i := range n {
+			if _, more := tiers[i].less(); !more {
+				continue
+			}
+			if pick < 0 || get(tiers[i]).secRunes[i] > get(tiers[pick]).secRunes[pick] {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			return "", tiers, false
+		}
+		before := last()
+		next, _ := tiers[pick].less()
+		size += get(next).secRunes[pick] - get(tiers[pick]).secRunes[pick]
+		tiers[pick] = next
+		size += before - last()
+	}
+	same := true
+	for _, d := range tiers {
+		same = same && d == tiers[0]
+	}
+	if same {
+		return get(tiers[0]).text, tiers, true
+	}
+	total := 0
+	for i, d := range tiers {
+		total += len(get(d).sections[i]) + 1
+	}
+	var sb strings.Builder
+	sb.Grow(total)
+	for i, d := range tiers {
+		if i > 0 {
+			sb.WriteString("\n")
+		}
+		sb.WriteString(get(d).sections[i])
+	}
+	return sb.String(), tiers, true
 }
 
 // Environment describes the sandbox's Python, as its runtime reports it.
@@ -245,10 +368,8 @@ func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) st
 		base += 1 + utf8.RuneCountInString(f)
 	}
 	base += 1 + utf8.RuneCountInString(element("tools-package", ""))
-	for _, d := range []Detail{Full, Names} {
-		if c := r.catalog(d); base+c.runes <= budget {
-			return assemble(c.text)
-		}
+	if text, _, ok := r.fitCatalog(budget - base); ok {
+		return assemble(text)
 	}
 	return assemble(pointerText)
 }

@@ -56,7 +56,8 @@ func ExampleRegistry_Block() {
 		panic(err)
 	}
 	env := render.Environment{PythonVersion: "3.12.4", Packages: map[string]map[string]string{"yaml": {"PyYAML": "6.0.2"}}}
-	// A budget this small leaves room only for the names-only catalog.
+	// A budget this small leaves room for each signature with a one-line
+	// summary, not for the full docstrings.
 	block := reg.Block(env, 1100)
 	fmt.Println(block[strings.Index(block, "  <installed-packages>"):])
 	// Output:
@@ -67,6 +68,9 @@ func ExampleRegistry_Block() {
 	// # tools
 	//
 	// from tools import get_weather
+	//
+	// def get_weather() -> Any:
+	//     """Current weather for a city."""
 	//   </tools-package>
 	// </code-mode>
 }

@@ -24,7 +24,8 @@ var update = flag.Bool("update", false, "rewrite the wanted outputs of render/te
 //	budget        optional block budget (default: DefaultBudget)
 //	env.json      optional Environment
 //	want/...      wanted outputs: the stub files (want/tools/...), the
-//	              catalogs (want/catalog.full, want/catalog.names), the block
+//	              catalogs (want/catalog.full, want/catalog.signatures,
+//	              want/catalog.names), the block
 //	              (want/block) or, for a failing surface, want/error
 type goldenCase struct {
 	path    string
@@ -62,9 +63,13 @@ type declEntry struct {
 	Description          string          `json:"description"`
 	Parameters           json.RawMessage `json:"parameters"`
 	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+	Response             json.RawMessage `json:"response"`
+	ResponseJSONSchema   json.RawMessage `json:"responseJsonSchema"`
 	Namespace            string          `json:"namespace"`
-	// Typed asks for Parameters to be decoded into a genai.Schema, the way
-	// a Go program declares it, instead of being passed as raw JSON.
+	ResultKey            string          `json:"resultKey"`
+	// Typed asks for Parameters and Response to be decoded into a
+	// genai.Schema, the way a Go program declares them, instead of being
+	// passed as raw JSON.
 	Typed bool `json:"typed"`
 }
 
@@ -88,7 +93,18 @@ func decodeTools(t testing.TB, data string) []Tool {
 		case len(e.Parameters) > 0:
 			decl.ParametersJsonSchema = e.Parameters
 		}
-		tools = append(tools, Tool{Namespace: e.Namespace, Declaration: decl})
+		switch {
+		case len(e.ResponseJSONSchema) > 0:
+			decl.ResponseJsonSchema = e.ResponseJSONSchema
+		case len(e.Response) > 0 && e.Typed:
+			decl.Response = new(genai.Schema)
+			if err := json.Unmarshal(e.Response, decl.Response); err != nil {
+				t.Fatalf("decls.json: %s: %v", e.Name, err)
+			}
+		case len(e.Response) > 0:
+			decl.ResponseJsonSchema = e.Response
+		}
+		tools = append(tools, Tool{Namespace: e.Namespace, Declaration: decl, ResultKey: e.ResultKey})
 	}
 	return tools
 }
@@ -106,6 +122,7 @@ func renderCase(t testing.TB, c goldenCase) map[string]string {
 		got["want/"+f.Path] = f.Content
 	}
 	got["want/catalog.full"] = reg.Catalog(Full) + "\n"
+	got["want/catalog.signatures"] = reg.Catalog(Signatures) + "\n"
 	got["want/catalog.names"] = reg.Catalog(Names) + "\n"
 	budget := DefaultBudget
 	if b := strings.TrimSpace(c.files["budget"]); b != "" {
@@ -177,7 +194,13 @@ func TestGoldenStubsCompile(t *testing.T) {
 	n := 0
 	for _, c := range loadCases(t) {
 		for name, src := range renderCase(t, c) {
-			if !strings.HasSuffix(name, ".py") {
+			switch {
+			case strings.HasPrefix(name, "want/catalog."):
+				// A catalog is Python too: comments, imports, and
+				// functions whose bodies are docstrings and ellipses.
+			case name == "want/block":
+				src = toolsPackage(src)
+			case !strings.HasSuffix(name, ".py"):
 				continue
 			}
 			n++
@@ -189,6 +212,19 @@ func TestGoldenStubsCompile(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no stubs compiled")
 	}
+}
+
+// toolsPackage returns the content of the block's tools-package element.
+func toolsPackage(block string) string {
+	_, rest, ok := strings.Cut(block, "  <tools-package>\n")
+	if !ok {
+		return ""
+	}
+	text, _, _ := strings.Cut(rest, "\n  </tools-package>")
+	if !strings.Contains(text, "from tools") {
+		return "" // the pointer tier is prose
+	}
+	return text
 }
 
 // TestGoldenCasesHaveReasons guards the rule that every case states why it

@@ -387,52 +387,115 @@ func lines(s string) []string {
 	return out
 }
 
-// wrap fills each paragraph of s to width columns. Words longer than width
-// are kept whole, so that URLs survive.
+// wrap lays out prose for a docstring at width columns, keeping its
+// structure. Paragraphs are filled; a list item (-, *, + or a number and a
+// dot or parenthesis) starts its own line, and its continuation is filled
+// under its text; block quotes, headings, table rows and code (fenced, or
+// indented by four spaces after a blank line) keep their lines as written.
+// Words longer than width are kept whole, so that URLs survive.
 func wrap(s string, width int) []string {
 	var out []string
-	para := []string{}
-	var line strings.Builder
+	var para []string // words' lines of the paragraph or item being filled
+	first, cont := "", ""
 	flush := func() {
-		if len(para) == 0 {
-			return
+		if len(para) > 0 {
+			out = fill(out, para, first, cont, width)
+			para = para[:0]
 		}
-		words := strings.Fields(strings.Join(para, " "))
-		line.Reset()
-		runes := 0 // in line
-		for _, w := range words {
+	}
+	blank := func() {
+		if len(out) > 0 && out[len(out)-1] != "" {
+			out = append(out, "")
+		}
+	}
+	fence := ""
+	for _, l := range lines(s) {
+		trimmed := strings.TrimLeft(l, " \t")
+		if fence != "" {
+			out = append(out, l)
+			if strings.HasPrefix(trimmed, fence) && strings.TrimSpace(strings.TrimLeft(trimmed, fence[:1])) == "" {
+				fence = ""
+			}
+			continue
+		}
+		switch {
+		case trimmed == "":
+			flush()
+			blank()
+		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+			flush()
+			out = append(out, l)
+			fence = trimmed[:3]
+		case trimmed[0] == '>' || trimmed[0] == '#' || trimmed[0] == '|' ||
+			len(para) == 0 && len(l)-len(trimmed) >= 4 && (len(out) == 0 || out[len(out)-1] == ""):
+			flush()
+			out = append(out, l)
+		default:
+			if m := listMarker(trimmed); m > 0 {
+				flush()
+				lead := l[:len(l)-len(trimmed)]
+				first = lead + trimmed[:m]
+				cont = spaces(len(lead) + m)
+				para = append(para, trimmed[m:])
+				continue
+			}
+			if len(para) == 0 {
+				first, cont = "", ""
+			}
+			para = append(para, trimmed)
+		}
+	}
+	flush()
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// listMarker returns the length of the list marker that starts s, with the
+// space after it, or 0.
+func listMarker(s string) int {
+	if len(s) >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && s[1] == ' ' {
+		return 2
+	}
+	i := 0
+	for i < len(s) && i < 9 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i > 0 && i+1 < len(s) && (s[i] == '.' || s[i] == ')') && s[i+1] == ' ' {
+		return i + 2
+	}
+	return 0
+}
+
+// fill appends the words of para filled to width columns, the first line
+// after first and the others after cont.
+func fill(out, para []string, first, cont string, width int) []string {
+	var line strings.Builder
+	line.WriteString(first)
+	prefix := utf8.RuneCountInString(first)
+	runes, words := prefix, 0
+	for _, l := range para {
+		for _, w := range strings.Fields(l) {
 			n := utf8.RuneCountInString(w)
 			switch {
-			case line.Len() == 0:
+			case words == 0:
 			case runes+1+n <= width:
 				line.WriteByte(' ')
 				runes++
 			default:
 				out = append(out, line.String())
 				line.Reset()
-				runes = 0
+				line.WriteString(cont)
+				runes, words = utf8.RuneCountInString(cont), 0
 			}
 			line.WriteString(w)
 			runes += n
+			words++
 		}
-		if line.Len() > 0 {
-			out = append(out, line.String())
-		}
-		para = para[:0]
 	}
-	for _, l := range lines(s) {
-		if strings.TrimSpace(l) == "" {
-			flush()
-			if len(out) > 0 && out[len(out)-1] != "" {
-				out = append(out, "")
-			}
-			continue
-		}
-		para = append(para, l)
-	}
-	flush()
-	for len(out) > 0 && out[len(out)-1] == "" {
-		out = out[:len(out)-1]
+	if words > 0 {
+		out = append(out, line.String())
 	}
 	return out
 }

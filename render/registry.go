@@ -20,8 +20,14 @@ type Tool struct {
 	// "" puts it at the top level of the tools package.
 	Namespace string
 	// Declaration is the tool's function declaration. Parameters (Gemini
-	// style) and ParametersJsonSchema (JSON Schema) are both read.
+	// style) and ParametersJsonSchema (JSON Schema) are both read, and so
+	// are Response and ResponseJsonSchema, the schema of the tool's result.
 	Declaration *genai.FunctionDeclaration
+	// ResultKey, when not "", says that code receives the tool's result
+	// wrapped in a dict under this key, {ResultKey: result}, as ADK's
+	// mcptoolset returns every result under "output". The stub's return
+	// annotation and Returns section say so.
+	ResultKey string
 }
 
 // Entry is one resolved tool of a Registry.
@@ -40,6 +46,8 @@ type Entry struct {
 	Attr string
 	// Declaration is the tool's declaration as given.
 	Declaration *genai.FunctionDeclaration
+	// ResultKey is as given in Tool.
+	ResultKey string
 }
 
 // Errors reported by NewRegistry.
@@ -102,6 +110,7 @@ func where(ns string) string {
 type Registry struct {
 	entries []Entry
 	docs    []*schema.Document
+	resps   []*schema.Document // nil when the tool declares no result schema
 	params  [][]param
 	byPath  map[string]int
 	byName  map[string]int // -1 when the raw name is shared across namespaces
@@ -112,15 +121,15 @@ type Registry struct {
 	stubsOnce sync.Once
 	stubs     []File
 
-	catalogOnce [2]sync.Once
-	catalogs    [2]catalogText
+	catalogOnce [3]sync.Once
+	catalogs    [3]catalogText
 
 	mu     sync.Mutex
 	blocks map[blockKey]string
 }
 
 // NewRegistry resolves tools into a Registry. It fails on a tool without a
-// declaration or name, on a parameter schema that is not JSON, on duplicate
+// declaration or name, on a parameter or result schema that is not JSON, on duplicate
 // raw names within a namespace, and on any two names that become the same
 // Python identifier.
 func NewRegistry(tools []Tool) (*Registry, error) {
@@ -129,6 +138,7 @@ func NewRegistry(tools []Tool) (*Registry, error) {
 		byName:  make(map[string]int, len(tools)),
 		entries: make([]Entry, 0, len(tools)),
 		docs:    make([]*schema.Document, 0, len(tools)),
+		resps:   make([]*schema.Document, 0, len(tools)),
 		params:  make([][]param, 0, len(tools)),
 	}
 	schemas := readSchemas(tools)
@@ -169,8 +179,9 @@ func NewRegistry(tools []Tool) (*Registry, error) {
 		if pkg != "" {
 			path = pkg + "." + attr
 		}
-		r.entries = append(r.entries, Entry{Path: path, Namespace: t.Namespace, Package: pkg, Name: name, Attr: attr, Declaration: t.Declaration})
+		r.entries = append(r.entries, Entry{Path: path, Namespace: t.Namespace, Package: pkg, Name: name, Attr: attr, Declaration: t.Declaration, ResultKey: t.ResultKey})
 		r.docs = append(r.docs, doc)
+		r.resps = append(r.resps, schemas[i].resp)
 		r.params = append(r.params, params)
 	}
 	for pkg, ns := range namespaces {
@@ -195,11 +206,12 @@ func NewRegistry(tools []Tool) (*Registry, error) {
 	})
 	entries := make([]Entry, len(order))
 	docs := make([]*schema.Document, len(order))
+	resps := make([]*schema.Document, len(order))
 	params := make([][]param, len(order))
 	for i, j := range order {
-		entries[i], docs[i], params[i] = r.entries[j], r.docs[j], r.params[j]
+		entries[i], docs[i], resps[i], params[i] = r.entries[j], r.docs[j], r.resps[j], r.params[j]
 	}
-	r.entries, r.docs, r.params = entries, docs, params
+	r.entries, r.docs, r.resps, r.params = entries, docs, resps, params
 	for i, e := range r.entries {
 		r.byPath[e.Path] = i
 		if _, seen := r.byName[e.Name]; seen {
@@ -215,6 +227,7 @@ func NewRegistry(tools []Tool) (*Registry, error) {
 // the error reading them.
 type toolSchema struct {
 	doc    *schema.Document
+	resp   *schema.Document
 	params []param
 	err    error
 }
@@ -235,6 +248,12 @@ func readSchemas(tools []Tool) []toolSchema {
 			return
 		}
 		out[i].doc = doc
+		if resp, ok, err := schema.Response(decl); err != nil {
+			out[i].err = err
+			return
+		} else if ok {
+			out[i].resp = resp
+		}
 		out[i].params, out[i].err = parameters(decl.Name, doc.Root())
 	})
 	return out

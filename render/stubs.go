@@ -3,6 +3,7 @@ package render
 import (
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/adk-codemode/codemode/schema"
 )
@@ -29,6 +30,7 @@ type renderedTool struct {
 	stubSig     string // def line of the stub file
 	catalogSig  string // def line of the catalog entry
 	docstring   string // the indented docstring, ending in a newline
+	summary     string // the indented one-line docstring of the signatures tier, ending in a newline
 	body        string // the stub's body after the docstring
 	hasOptional bool
 }
@@ -38,14 +40,15 @@ func (r *Registry) render() []renderedTool {
 		r.rendered = make([]renderedTool, len(r.entries))
 		// Tools render independently; spread them over the CPUs.
 		parallel(len(r.entries), func(i int) {
-			r.rendered[i] = renderTool(r.entries[i], r.docs[i], r.params[i])
+			r.rendered[i] = renderTool(r.entries[i], r.docs[i], r.resps[i], r.params[i])
 		})
 	})
 	return r.rendered
 }
 
-func renderTool(e Entry, doc *schema.Document, params []param) renderedTool {
+func renderTool(e Entry, doc, resp *schema.Document, params []param) renderedTool {
 	d := &describer{budget: maxLines}
+	ret := returns(d, resp, e.ResultKey)
 	var rt renderedTool
 	stubArgs := make([]string, 0, len(params))
 	catArgs := make([]string, 0, len(params))
@@ -70,9 +73,10 @@ func renderTool(e Entry, doc *schema.Document, params []param) renderedTool {
 		stubArgs = append(stubArgs, p.ident+": "+typ+" = _MISSING")
 		catArgs = append(catArgs, p.ident+": "+typ+" = ...")
 	}
-	rt.stubSig = signature(e.Attr, stubArgs)
-	rt.catalogSig = signature(e.Attr, catArgs)
-	rt.docstring = docstring(d, e, doc.Root(), params)
+	rt.stubSig = signature(e.Attr, stubArgs, ret.annotation)
+	rt.catalogSig = signature(e.Attr, catArgs, ret.annotation)
+	rt.summary = summaryLine(e, doc.Root())
+	rt.docstring = docstring(d, e, doc.Root(), params, ret.lines)
 
 	var body strings.Builder
 	body.Grow(64 + 96*len(params))
@@ -98,26 +102,60 @@ func renderTool(e Entry, doc *schema.Document, params []param) renderedTool {
 	return rt
 }
 
-func signature(name string, args []string) string {
+func signature(name string, args []string, ret string) string {
 	if len(args) == 0 {
-		return "def " + name + "() -> Any:"
+		return "def " + name + "() -> " + ret + ":"
 	}
-	return "def " + name + "(*, " + strings.Join(args, ", ") + ") -> Any:"
+	return "def " + name + "(*, " + strings.Join(args, ", ") + ") -> " + ret + ":"
+}
+
+// returnsDoc is what a tool's declared result contributes to its stub: the
+// return annotation and the lines of the Returns section.
+type returnsDoc struct {
+	annotation string
+	lines      []string
+}
+
+// returns renders the result schema resp (nil when none is declared), and
+// the wrapping {key: result} when key is not "". Without either the
+// annotation is Any and there is no Returns section.
+func returns(d *describer, resp *schema.Document, key string) returnsDoc {
+	if resp == nil && key == "" {
+		return returnsDoc{annotation: "Any"}
+	}
+	t, head := "Any", ""
+	var rest, nested []string
+	if resp != nil {
+		root := resp.Root()
+		t = d.typeOf(root).text
+		text := prose(root)
+		head = strings.TrimSpace(firstLine(text) + suffix(d.suffixParts(root, false, "", 0)))
+		rest = restLines(text)
+		nested = d.fields(nil, root, 8, 1, nil)
+	}
+	out := returnsDoc{annotation: t}
+	line := "    " + t
+	if key != "" {
+		out.annotation = "dict[str, " + t + "]"
+		line = "    {" + strRepr(key) + ": " + t + "}"
+	}
+	if head != "" {
+		line += " - " + head
+	}
+	out.lines = append(out.lines, line)
+	for _, l := range rest {
+		out.lines = append(out.lines, strings.TrimRight("        "+l, " "))
+	}
+	out.lines = append(out.lines, nested...)
+	return out
 }
 
 // docstring lays out a tool's docstring: the wrapped summary, the Args
 // section with nested fields, and a Constraints section for rules on the
 // arguments object as a whole.
-func docstring(d *describer, e Entry, root schema.Node, params []param) string {
+func docstring(d *describer, e Entry, root schema.Node, params []param, ret []string) string {
 	var body []string
-	summary := clip(e.Declaration.Description, maxProse*2)
-	if strings.TrimSpace(summary) == "" {
-		summary = prose(root)
-	}
-	if strings.TrimSpace(summary) == "" {
-		summary = "Call the tool."
-	}
-	body = append(body, wrap(summary, summaryWidth)...)
+	body = append(body, wrap(summaryText(e, root), summaryWidth)...)
 	if rd := root.String("description"); rd != "" && strings.TrimSpace(rd) != strings.TrimSpace(e.Declaration.Description) && strings.TrimSpace(e.Declaration.Description) != "" {
 		body = append(body, "")
 		body = append(body, wrap(clip(rd, maxProse), summaryWidth)...)
@@ -152,6 +190,80 @@ func docstring(d *describer, e Entry, root schema.Node, params []param) string {
 		body = append(body, "", "Constraints:")
 		body = append(body, cons...)
 	}
+	if len(ret) > 0 {
+		body = append(body, "", "Returns:")
+		body = append(body, ret...)
+	}
+	return docBlock(body)
+}
+
+// summaryText is a tool's summary: the declaration's description, else
+// the parameter schema's prose, else a fixed sentence.
+func summaryText(e Entry, root schema.Node) string {
+	summary := clip(e.Declaration.Description, maxProse*2)
+	if strings.TrimSpace(summary) == "" {
+		summary = prose(root)
+	}
+	if strings.TrimSpace(summary) == "" {
+		summary = "Call the tool."
+	}
+	return summary
+}
+
+// maxSummaryLine caps the one-line summary of the signatures tier, in runes.
+const maxSummaryLine = 160
+
+// summaryLine is the one-line docstring of a tool in the signatures tier:
+// the first sentence of its summary, cut at a word to maxSummaryLine runes.
+func summaryLine(e Entry, root schema.Node) string {
+	text := summaryText(e, root)
+	var para []string
+	for _, l := range lines(text) {
+		if strings.TrimSpace(l) == "" {
+			if len(para) > 0 {
+				break
+			}
+			continue
+		}
+		if len(para) > 0 && listMarker(strings.TrimSpace(l)) > 0 {
+			break
+		}
+		para = append(para, l)
+	}
+	s := strings.Join(strings.Fields(strings.Join(para, " ")), " ")
+	for i := 0; i+1 < len(s); i++ {
+		if (s[i] == '.' || s[i] == '!' || s[i] == '?') && s[i+1] == ' ' {
+			s = s[:i+1]
+			break
+		}
+	}
+	if utf8.RuneCountInString(s) > maxSummaryLine {
+		r := []rune(s)[:maxSummaryLine]
+		cut := string(r)
+		if sp := strings.LastIndexByte(cut, ' '); sp > maxSummaryLine/2 {
+			cut = cut[:sp]
+		}
+		s = cut + " [...]"
+	}
+	raw := strings.ContainsRune(s, '\\')
+	var sb strings.Builder
+	sb.Grow(len(s) + 12)
+	sb.WriteString("    ")
+	if raw {
+		sb.WriteByte('r')
+	}
+	sb.WriteString(`"""`)
+	writeDocText(&sb, s, raw)
+	if strings.HasSuffix(s, `"`) || strings.HasSuffix(s, "\\") {
+		// Neither may touch the closing quotes.
+		sb.WriteByte(' ')
+	}
+	sb.WriteString(`"""` + "\n")
+	return sb.String()
+}
+
+// docBlock lays out docstring lines as the indented, quoted docstring.
+func docBlock(body []string) string {
 	raw := false
 	for _, l := range body {
 		if strings.ContainsRune(l, '\\') {

@@ -131,6 +131,30 @@ func Parameters(decl *genai.FunctionDeclaration) (*Document, error) {
 	return Decode(nil)
 }
 
+// Response returns the document of decl's declared result schema:
+// ResponseJsonSchema (JSON Schema, as ADK's functiontool and mcptoolset set
+// it) wins over Response (genai.Schema). ok is false when decl declares
+// neither.
+func Response(decl *genai.FunctionDeclaration) (doc *Document, ok bool, err error) {
+	if decl == nil {
+		return nil, false, nil
+	}
+	var v any
+	switch {
+	case decl.ResponseJsonSchema != nil:
+		v = decl.ResponseJsonSchema
+	case decl.Response != nil:
+		v = decl.Response
+	default:
+		return nil, false, nil
+	}
+	d, err := Decode(v)
+	if err != nil {
+		return nil, false, fmt.Errorf("schema: response schema of %q: %w", decl.Name, err)
+	}
+	return d, true, nil
+}
+
 func toJSON(v any) (any, error) {
 	if out, ok := plainJSON(v, 0); ok {
 		return out, nil

@@ -7,17 +7,19 @@ import (
 	"github.com/adk-codemode/codemode/render"
 )
 
-const catalogUsage = `Usage: codemode catalog --decls FILE [--detail full|names] [--block] [--budget N]
+const catalogUsage = `Usage: codemode catalog --decls FILE [--detail full|signatures|names] [--block] [--budget N]
 
 Prints the tool catalog that Code Mode shows the model.
 
-FILE is a JSON array of function declarations (name, description, and
-parameters or parametersJsonSchema), each with an optional "namespace"
+FILE is a JSON array of function declarations (name, description,
+parameters or parametersJsonSchema, and optionally response or
+responseJsonSchema for the result), each with an optional "namespace"
 field that places it in tools.<namespace>.
 
 With --block it prints the whole <code-mode> block appended to the system
-instruction, fitted to --budget characters (full catalog, then names only,
-then a pointer). The sandbox environment is unknown here, so the block has
+instruction, fitted to --budget characters: each namespace shows full
+detail, signatures with one-line summaries, or names only, the largest
+giving way first, and a pointer when even the names do not fit. The sandbox environment is unknown here, so the block has
 no Python version or package list.
 
 Flags:
@@ -27,7 +29,7 @@ Flags:
 func runCatalog(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("catalog", catalogUsage, stderr)
 	decls := fs.String("decls", "", "JSON `file` of function declarations (required)")
-	detail := fs.String("detail", "full", "catalog `detail`: full or names (ignored with --block)")
+	detail := fs.String("detail", "full", "catalog `detail`: full, signatures or names (ignored with --block)")
 	block := fs.Bool("block", false, "print the whole <code-mode> block")
 	budget := fs.Int("budget", render.DefaultBudget, "block size limit in `characters`")
 	if code, ok := parseFlags(fs, args, 0); !ok {
@@ -42,10 +44,12 @@ func runCatalog(args []string, stdout, stderr io.Writer) int {
 	switch *detail {
 	case "full":
 		d = render.Full
+	case "signatures":
+		d = render.Signatures
 	case "names":
 		d = render.Names
 	default:
-		fmt.Fprintf(stderr, "codemode catalog: --detail must be full or names, not %q\n", *detail)
+		fmt.Fprintf(stderr, "codemode catalog: --detail must be full, signatures or names, not %q\n", *detail)
 		return 2
 	}
 	if *budget <= 0 {

@@ -15,7 +15,9 @@ func TestCatalog(t *testing.T) {
 		{nil, "def send_message(*, channel: str) -> Any:", "<code-mode>"},
 		{[]string{"--detail", "names"}, "from tools.slack import send_message", "def "},
 		{[]string{"--block"}, "def get_weather(", "python-version"},
-		{[]string{"--block", "--budget", "1200"}, "from tools import get_weather\n  </tools-package>", "def "},
+		{[]string{"--detail", "signatures"}, "def get_weather(*, city: str | None = ...) -> Any:\n    \"\"\"Weather.\"\"\"\n", "Args:"},
+		{[]string{"--block", "--budget", "1200"}, "def get_weather(*, city: str | None = ...) -> Any:\n    \"\"\"Weather.\"\"\"\n  </tools-package>", "python-version"},
+		{[]string{"--block", "--budget", "1000"}, "from tools import get_weather\n  </tools-package>", "def "},
 		{[]string{"--block", "--budget", "10"}, "too large to show", "# tools"},
 	} {
 		var out, errb bytes.Buffer
@@ -37,7 +39,7 @@ func TestCatalogErrors(t *testing.T) {
 		message string
 	}{
 		{[]string{}, 2, "--decls is required"},
-		{[]string{"--decls", decls, "--detail", "some"}, 2, "--detail must be full or names"},
+		{[]string{"--decls", decls, "--detail", "some"}, 2, "--detail must be full, signatures or names"},
 		{[]string{"--decls", decls, "--budget", "0"}, 2, "--budget must be positive"},
 		{[]string{"--decls", decls, "extra"}, 2, "unexpected argument"},
 		{[]string{"--decls", writeDecls(t, "[")}, 1, "want a JSON array"},

@@ -18,8 +18,9 @@ const stubsUsage = `Usage: codemode stubs --decls FILE [--out DIR]
 
 Generates the Python "tools" package that Code Mode puts in the sandbox.
 
-FILE is a JSON array of function declarations (name, description, and
-parameters or parametersJsonSchema), each with an optional "namespace"
+FILE is a JSON array of function declarations (name, description,
+parameters or parametersJsonSchema, and optionally response or
+responseJsonSchema for the result), each with an optional "namespace"
 field that places it in tools.<namespace>.
 
 With --out the files are written under DIR (DIR/tools/...); without it
@@ -84,7 +85,12 @@ type stubsDecl struct {
 	Description          string          `json:"description"`
 	Parameters           json.RawMessage `json:"parameters"`
 	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+	Response             json.RawMessage `json:"response"`
+	ResponseJSONSchema   json.RawMessage `json:"responseJsonSchema"`
 	Namespace            string          `json:"namespace"`
+	// ResultKey says the tool's result reaches code as {resultKey: result},
+	// as "output" for ADK's MCP tools.
+	ResultKey string `json:"resultKey"`
 }
 
 // loadDecls reads a --decls file. The parameters of each declaration are kept
@@ -117,7 +123,18 @@ func loadDecls(path string) ([]render.Tool, error) {
 		case hasParams:
 			decl.ParametersJsonSchema = d.Parameters
 		}
-		tools = append(tools, render.Tool{Namespace: d.Namespace, Declaration: decl})
+		hasResp := len(d.Response) > 0 && string(d.Response) != "null"
+		hasRespSchema := len(d.ResponseJSONSchema) > 0 && string(d.ResponseJSONSchema) != "null"
+		switch {
+		case hasResp && hasRespSchema:
+			return nil, fmt.Errorf("%s: declaration %q sets both response and responseJsonSchema", path, d.Name)
+		case hasRespSchema:
+			decl.ResponseJsonSchema = d.ResponseJSONSchema
+		case hasResp:
+			// Kept raw like parameters, so that snake_case keys survive.
+			decl.ResponseJsonSchema = d.Response
+		}
+		tools = append(tools, render.Tool{Namespace: d.Namespace, Declaration: decl, ResultKey: d.ResultKey})
 	}
 	return tools, nil
 }
