@@ -53,7 +53,8 @@ func realisticTools(n int) []Tool {
 var benchEnv = Environment{PythonVersion: "3.12.4", Packages: map[string]map[string]string{"yaml": {"PyYAML": "6.0.2"}, "numpy": {"numpy": "2.1.0"}}}
 
 // BenchmarkRenderCatalog1000 resolves 1,000 tools and renders every tier:
-// the full and names catalogs, the block at three budgets, and the stubs.
+// the full, signatures and names catalogs, the block at budgets that give
+// each tier and mixes of them across the 20 namespaces, and the stubs.
 func BenchmarkRenderCatalog1000(b *testing.B) {
 	tools := realisticTools(1000)
 	b.ReportAllocs()
@@ -63,9 +64,13 @@ func BenchmarkRenderCatalog1000(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = reg.Catalog(Full)
+		_ = reg.Catalog(Signatures)
 		_ = reg.Catalog(Names)
 		_ = reg.Block(benchEnv, 1<<30)  // full tier
-		_ = reg.Block(benchEnv, 100000) // names tier
+		_ = reg.Block(benchEnv, 500000) // full and signatures
+		_ = reg.Block(benchEnv, 400000) // signatures
+		_ = reg.Block(benchEnv, 100000) // signatures and names
+		_ = reg.Block(benchEnv, 30000)  // names
 		_ = reg.Block(benchEnv, 1000)   // pointer tier
 		_ = reg.Stubs()
 	}

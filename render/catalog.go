@@ -93,24 +93,7 @@ func (r *Registry) catalog(d Detail) catalogText {
 		d = Full
 	}
 	r.catalogOnce[d].Do(func() {
-		c := catalogText{sections: r.buildSections(d)}
-		c.secRunes = make([]int, len(c.sections))
-		size := 0
-		for i, sec := range c.sections {
-			c.secRunes[i] = utf8.RuneCountInString(sec)
-			size += len(sec) + 1
-		}
-		var sb strings.Builder
-		sb.Grow(size)
-		for i, sec := range c.sections {
-			if i > 0 {
-				sb.WriteString("\n")
-			}
-			sb.WriteString(sec)
-		}
-		c.text = sb.String()
-		c.runes = utf8.RuneCountInString(strings.Trim(c.text, "\n"))
-		r.catalogs[d] = c
+		r.catalogs[d] = r.buildCatalog(d)
 	})
 	return r.catalogs[d]
 }
@@ -127,31 +110,41 @@ func (r *Registry) sectionBounds() []int {
 	return append(out, len(r.entries))
 }
 
-func (r *Registry) buildSections(d Detail) []string {
+// buildCatalog renders the catalog in one piece; its sections are slices
+// of the text.
+func (r *Registry) buildCatalog(d Detail) catalogText {
 	var rendered []renderedTool
+	var summaries []string
 	if d != Names {
 		rendered = r.render()
 	}
+	if d == Signatures {
+		summaries = r.summaries()
+	}
 	bounds := r.sectionBounds()
-	out := make([]string, 0, len(bounds)-1)
+	size := 64 * len(bounds)
+	for i, e := range r.entries {
+		size += len(e.Attr) + 2
+		switch d {
+		case Full:
+			size += len(rendered[i].catalogSig) + len(rendered[i].docstring) + 10
+		case Signatures:
+			size += len(rendered[i].catalogSig) + len(summaries[i]) + 2
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	offsets := make([]int, 0, len(bounds))
 	for s := 0; s+1 < len(bounds); s++ {
 		start, end := bounds[s], bounds[s+1]
+		if s > 0 {
+			sb.WriteString("\n")
+		}
+		offsets = append(offsets, sb.Len())
 		module := "tools"
 		if pkg := r.entries[start].Package; pkg != "" {
 			module += "." + pkg
 		}
-		size := 2*len(module) + 32
-		for i := start; i < end; i++ {
-			size += len(r.entries[i].Attr) + 2
-			switch d {
-			case Full:
-				size += len(rendered[i].catalogSig) + len(rendered[i].docstring) + 10
-			case Signatures:
-				size += len(rendered[i].catalogSig) + len(rendered[i].summary) + 2
-			}
-		}
-		var sb strings.Builder
-		sb.Grow(size)
 		sb.WriteString("# " + module + "\n\nfrom " + module + " import ")
 		for i, e := range r.entries[start:end] {
 			if i > 0 {
@@ -165,20 +158,29 @@ func (r *Registry) buildSections(d Detail) []string {
 				if i > start {
 					sb.WriteString("\n")
 				}
-				rt := rendered[i]
-				sb.WriteString(rt.catalogSig)
+				sb.WriteString(rendered[i].catalogSig)
 				sb.WriteString("\n")
 				if d == Signatures {
-					sb.WriteString(rt.summary)
+					sb.WriteString(summaries[i])
 					continue
 				}
-				sb.WriteString(rt.docstring)
+				sb.WriteString(rendered[i].docstring)
 				sb.WriteString("    ...\n")
 			}
 		}
-		out = append(out, sb.String())
 	}
-	return out
+	text := sb.String()
+	c := catalogText{text: text, sections: make([]string, len(offsets)), secRunes: make([]int, len(offsets))}
+	for i, off := range offsets {
+		end := len(text)
+		if i+1 < len(offsets) {
+			end = offsets[i+1] - 1 // less the joining newline
+		}
+		c.sections[i] = text[off:end]
+		c.secRunes[i] = utf8.RuneCountInString(c.sections[i])
+	}
+	c.runes = utf8.RuneCountInString(strings.Trim(text, "\n"))
+	return c
 }
 
 // fitCatalog chooses the detail of each section so that the catalog fits

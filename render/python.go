@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"math/big"
 	"sort"
@@ -394,6 +395,9 @@ func lines(s string) []string {
 // indented by four spaces after a blank line) keep their lines as written.
 // Words longer than width are kept whole, so that URLs survive.
 func wrap(s string, width int) []string {
+	if simpleLine(s, width) {
+		return []string{s}
+	}
 	var out []string
 	var para []string // words' lines of the paragraph or item being filled
 	first, cont := "", ""
@@ -452,6 +456,43 @@ func wrap(s string, width int) []string {
 	return out
 }
 
+// fieldsOf yields the words of s as strings.Fields would split them, without
+// allocating.
+func fieldsOf(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		start := -1
+		for i, r := range s {
+			if unicode.IsSpace(r) {
+				if start >= 0 && !yield(s[start:i]) {
+					return
+				}
+				start = -1
+			} else if start < 0 {
+				start = i
+			}
+		}
+		if start >= 0 {
+			yield(s[start:])
+		}
+	}
+}
+
+// simpleLine reports whether wrap leaves s as its only line: one line
+// within width, without leading, trailing or repeated white space.
+func simpleLine(s string, width int) bool {
+	if s == "" || len(s) > 4*width || s[0] == ' ' || s[len(s)-1] == ' ' || strings.Contains(s, "  ") ||
+		strings.ContainsAny(s, "\n\r\t\v\f") || strings.HasPrefix(s, "```") || strings.HasPrefix(s, "~~~") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			// Other spaces (U+00A0, U+2028, ...) take the general path.
+			return false
+		}
+	}
+	return len(s) <= width
+}
+
 // listMarker returns the length of the list marker that starts s, with the
 // space after it, or 0.
 func listMarker(s string) int {
@@ -476,7 +517,7 @@ func fill(out, para []string, first, cont string, width int) []string {
 	prefix := utf8.RuneCountInString(first)
 	runes, words := prefix, 0
 	for _, l := range para {
-		for _, w := range strings.Fields(l) {
+		for w := range fieldsOf(l) {
 			n := utf8.RuneCountInString(w)
 			switch {
 			case words == 0:

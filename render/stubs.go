@@ -30,7 +30,6 @@ type renderedTool struct {
 	stubSig     string // def line of the stub file
 	catalogSig  string // def line of the catalog entry
 	docstring   string // the indented docstring, ending in a newline
-	summary     string // the indented one-line docstring of the signatures tier, ending in a newline
 	body        string // the stub's body after the docstring
 	hasOptional bool
 }
@@ -75,7 +74,6 @@ func renderTool(e Entry, doc, resp *schema.Document, params []param) renderedToo
 	}
 	rt.stubSig = signature(e.Attr, stubArgs, ret.annotation)
 	rt.catalogSig = signature(e.Attr, catArgs, ret.annotation)
-	rt.summary = summaryLine(e, doc.Root())
 	rt.docstring = docstring(d, e, doc.Root(), params, ret.lines)
 
 	var body strings.Builder
@@ -123,13 +121,14 @@ func returns(d *describer, resp *schema.Document, key string) returnsDoc {
 	if resp == nil && key == "" {
 		return returnsDoc{annotation: "Any"}
 	}
-	t, head := "Any", ""
+	t, head, rules := "Any", "", ""
 	var rest, nested []string
 	if resp != nil {
 		root := resp.Root()
 		t = d.typeOf(root).text
 		text := prose(root)
-		head = strings.TrimSpace(firstLine(text) + suffix(d.suffixParts(root, false, "", 0)))
+		head = firstLine(text)
+		rules = suffix(d.suffixParts(root, false, "", 0))
 		rest = restLines(text)
 		nested = d.fields(nil, root, 8, 1, nil)
 	}
@@ -142,7 +141,7 @@ func returns(d *describer, resp *schema.Document, key string) returnsDoc {
 	if head != "" {
 		line += " - " + head
 	}
-	out.lines = append(out.lines, line)
+	out.lines = append(out.lines, line+rules)
 	for _, l := range rest {
 		out.lines = append(out.lines, strings.TrimRight("        "+l, " "))
 	}
@@ -210,27 +209,39 @@ func summaryText(e Entry, root schema.Node) string {
 	return summary
 }
 
+// summaries returns the one-line docstring of each tool, for the
+// signatures tier.
+func (r *Registry) summaries() []string {
+	out := make([]string, len(r.entries))
+	parallel(len(r.entries), func(i int) {
+		out[i] = summaryLine(r.entries[i], r.docs[i].Root())
+	})
+	return out
+}
+
 // maxSummaryLine caps the one-line summary of the signatures tier, in runes.
 const maxSummaryLine = 160
 
 // summaryLine is the one-line docstring of a tool in the signatures tier:
 // the first sentence of its summary, cut at a word to maxSummaryLine runes.
 func summaryLine(e Entry, root schema.Node) string {
-	text := summaryText(e, root)
-	var para []string
-	for _, l := range lines(text) {
-		if strings.TrimSpace(l) == "" {
-			if len(para) > 0 {
+	s := summaryText(e, root)
+	if !simpleLine(s, len(s)) {
+		var para []string
+		for _, l := range lines(s) {
+			if strings.TrimSpace(l) == "" {
+				if len(para) > 0 {
+					break
+				}
+				continue
+			}
+			if len(para) > 0 && listMarker(strings.TrimSpace(l)) > 0 {
 				break
 			}
-			continue
+			para = append(para, l)
 		}
-		if len(para) > 0 && listMarker(strings.TrimSpace(l)) > 0 {
-			break
-		}
-		para = append(para, l)
+		s = strings.Join(strings.Fields(strings.Join(para, " ")), " ")
 	}
-	s := strings.Join(strings.Fields(strings.Join(para, " ")), " ")
 	for i := 0; i+1 < len(s); i++ {
 		if (s[i] == '.' || s[i] == '!' || s[i] == '?') && s[i+1] == ' ' {
 			s = s[:i+1]

@@ -192,7 +192,7 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 			decl, addName, addDesc = withNamingParams(decl)
 			pops[[2]string{nt.ns, decl.Name}] = [2]bool{addName, addDesc}
 		}
-		rtools = append(rtools, render.Tool{Namespace: nt.ns, Declaration: decl})
+		rtools = append(rtools, render.Tool{Namespace: nt.ns, Declaration: decl, ResultKey: resultKey(rt, decl)})
 		byKey[[2]string{nt.ns, decl.Name}] = rt
 	}
 	reg, err := render.NewRegistry(rtools)
