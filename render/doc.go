@@ -28,12 +28,19 @@
 //
 // # Catalog and block
 //
-// [Registry.Catalog] renders the stubs as .pyi-like text, in [Full] or
-// [Names] detail. [Registry.Block] wraps it in the <code-mode> block with the
-// how-to-use text and the sandbox [Environment], choosing the first tier whose
-// whole block fits the budget: full catalog, names only, or a pointer to
-// discover the tools from Python. [Description] returns the execute_code
-// description for a block that is appended or not.
+// [Registry.Catalog] renders the stubs as .pyi-like text, in [Full],
+// [Signatures] (each signature with a one-line summary) or [Names] detail.
+// [Registry.Block] wraps it in the <code-mode> block with the how-to-use
+// text and the sandbox [Environment], fitted to the budget per section:
+// while the whole block is too large, the section that is largest at its
+// current detail drops one step (full, signatures, names); when even every
+// section's names do not fit, a pointer to discover the tools from Python
+// takes their place. [Description] returns the execute_code description for
+// a block that is appended or not.
+//
+// A declared result schema (ResponseJsonSchema or Response) becomes the
+// return annotation and a Returns section; [Tool].ResultKey documents a
+// result that reaches code wrapped as {key: result}.
 //
 // All output is sorted and byte-stable, so prompt caching works. A Registry
 // caches what it renders; rendering an unchanged surface again costs a map

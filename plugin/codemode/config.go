@@ -61,8 +61,10 @@ type Config struct {
 	// long, in case the turn's end was never observed. Zero means 10m.
 	IdleTimeout time.Duration
 	// BlockBudget is the size in characters the <code-mode> block aims to
-	// fit: the full catalog, else the tool names only, else a pointer to
-	// discover the tools from Python. Zero means 50,000.
+	// fit: each namespace's section shows full detail, signatures with
+	// one-line summaries, or names only, the largest giving way first; a
+	// pointer to discover the tools from Python when even the names do not
+	// fit. Zero means 50,000.
 	BlockBudget int
 	// DisableBlock leaves the system instruction alone; the execute_code
 	// description then tells the model to discover the tools itself.
