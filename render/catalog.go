@@ -18,7 +18,33 @@ var (
 	howToUse    = mustRead("templates/how_to_use.txt")
 	pointerText = mustRead("templates/pointer.txt")
 	descTmpl    = template.Must(template.ParseFS(templateFS, "templates/description.tmpl"))
+	hintTmpl    = template.Must(template.ParseFS(templateFS, "templates/discovery_hint.tmpl"))
+	pointerTmpl = template.Must(template.ParseFS(templateFS, "templates/pointer_discovery.tmpl"))
 )
+
+// discoveryData fills the discovery templates with an example drawn from
+// the registry itself.
+type discoveryData struct {
+	Query string // words of the first tool's name, as a search query
+	Name  string // the first tool's dotted path, as a Python string literal
+}
+
+func (r *Registry) discoveryExample() discoveryData {
+	e := r.entries[0]
+	query := strings.Join(strings.FieldsFunc(e.Attr, func(c rune) bool { return c == '_' }), " ")
+	if query == "" {
+		query = e.Attr
+	}
+	return discoveryData{Query: query, Name: strRepr(e.Path)}
+}
+
+func execute(t *template.Template, data any) string {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		panic(err) // the templates are embedded and tested
+	}
+	return strings.Trim(buf.String(), "\n")
+}
 
 func mustRead(name string) string {
 	b, err := templateFS.ReadFile(name)
@@ -262,6 +288,10 @@ type Environment struct {
 	// Packages maps an import name to the distributions that provide it and
 	// their versions: {"yaml": {"PyYAML": "6.0.2"}}.
 	Packages map[string]map[string]string
+	// Discovery says the tools package offers search(query) and
+	// describe(name). The block then points the model to them whenever a
+	// section is shown without its full docstrings, and in the pointer tier.
+	Discovery bool
 }
 
 func (env Environment) packageLines() []string {
@@ -295,23 +325,28 @@ func oneLine(s string) string {
 }
 
 type blockKey struct {
-	env    string
-	budget int
+	env       string
+	budget    int
+	discovery bool
 }
 
 // Block returns the <code-mode> block to append to the system instruction:
 // how to use the tools, the Python version, the installed packages and the
-// tools package. Empty elements are left out. The tools package is shown in
-// the first of three tiers whose whole block fits budget characters: the
-// full catalog, the names-only catalog, or a pointer telling the model how
-// to discover the tools itself. The pointer tier is returned even when it
-// does not fit. A budget of zero or less means DefaultBudget.
+// tools package. Empty elements are left out. The tools package is fitted
+// to budget characters, judged on the whole block: every section starts at
+// Full and, while the block is too large, the section that is largest at
+// its current detail drops one step (Full, Signatures, Names). When even
+// the names of every section do not fit, a pointer telling the model how
+// to discover the tools itself takes their place; it is returned even when
+// it does not fit. With env.Discovery, a catalog that is not full is headed
+// by a hint to use search and describe from tools, and the pointer names
+// them. A budget of zero or less means DefaultBudget.
 func (r *Registry) Block(env Environment, budget int) string {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
 	lines := env.packageLines()
-	key := blockKey{env: oneLine(env.PythonVersion) + "\x00" + strings.Join(lines, "\n"), budget: budget}
+	key := blockKey{env: oneLine(env.PythonVersion) + "\x00" + strings.Join(lines, "\n"), budget: budget, discovery: env.Discovery}
 	r.mu.Lock()
 	if b, ok := r.blocks[key]; ok {
 		r.mu.Unlock()
@@ -370,10 +405,22 @@ func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) st
 		base += 1 + utf8.RuneCountInString(f)
 	}
 	base += 1 + utf8.RuneCountInString(element("tools-package", ""))
-	if text, _, ok := r.fitCatalog(budget - base); ok {
-		return assemble(text)
+	if !env.Discovery {
+		if text, _, ok := r.fitCatalog(budget - base); ok {
+			return assemble(text)
+		}
+		return assemble(pointerText)
 	}
-	return assemble(pointerText)
+	ex := r.discoveryExample()
+	if full := r.catalog(Full); base+full.runes <= budget {
+		return assemble(full.text)
+	}
+	// The hint heads every catalog that is not full, and counts.
+	hint := execute(hintTmpl, ex)
+	if text, _, ok := r.fitCatalog(budget - base - utf8.RuneCountInString(hint) - 2); ok {
+		return assemble(hint + "\n\n" + text)
+	}
+	return assemble(execute(pointerTmpl, ex))
 }
 
 // element renders a block tag on its own indented lines around content,

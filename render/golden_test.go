@@ -221,7 +221,7 @@ func toolsPackage(block string) string {
 		return ""
 	}
 	text, _, _ := strings.Cut(rest, "\n  </tools-package>")
-	if !strings.Contains(text, "from tools") {
+	if !strings.HasPrefix(text, "#") {
 		return "" // the pointer tier is prose
 	}
 	return text

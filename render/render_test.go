@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
@@ -280,6 +281,53 @@ func TestSuffixReads(t *testing.T) {
 			if got := d.otherSuffixParts(nil, n, true, "", 0); len(got) > 0 {
 				t.Errorf("%s=%#v gives %q, but %q is not in suffixReads", name, v, got, name)
 			}
+		}
+	}
+}
+
+// TestBlockFitsEveryBudget checks the tier choice at many budgets: the
+// block fits unless it is the pointer tier, its size is judged exactly, a
+// larger budget never shows less, and the same inputs give the same bytes.
+func TestBlockFitsEveryBudget(t *testing.T) {
+	reg, err := NewRegistry(realisticTools(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, discovery := range []bool{false, true} {
+		env := Environment{PythonVersion: "3.12.4", Discovery: discovery}
+		prev := 0
+		sawMixed := false
+		for budget := 500; budget <= 120000; budget += 97 {
+			block := reg.Block(env, budget)
+			n := utf8.RuneCountInString(block)
+			pointer := !strings.Contains(block, "\n# tools")
+			if !pointer && n > budget {
+				t.Errorf("discovery=%v budget %d: block of %d runes does not fit", discovery, budget, n)
+			}
+			if n < prev && !pointer {
+				t.Errorf("discovery=%v budget %d: block shrank from %d to %d runes", discovery, budget, prev, n)
+			}
+			if !pointer {
+				prev = n
+			}
+			full := strings.Count(block, "    Args:")
+			if full > 0 && full < 60 {
+				sawMixed = true
+			}
+			if hint := strings.Contains(block, "search(query)"); hint != (discovery && !pointer && full < 60) {
+				t.Errorf("discovery=%v budget %d: hint shown = %v with %d full docstrings", discovery, budget, hint, full)
+			}
+			if again := reg.Block(env, budget); again != block {
+				t.Fatalf("budget %d: block not byte-stable", budget)
+			}
+			// The size is judged exactly: a budget of the block's own
+			// length gives the same block.
+			if !pointer && reg.Block(env, n) != block {
+				t.Errorf("discovery=%v budget %d: a budget of exactly %d runes gives another block", discovery, budget, n)
+			}
+		}
+		if !sawMixed {
+			t.Errorf("discovery=%v: no budget gave a mix of full and reduced sections", discovery)
 		}
 	}
 }
