@@ -77,6 +77,7 @@ func TestStubsErrors(t *testing.T) {
 		{"unknown field", nil, `[{"name": "a", "param": {}}]`, 1, "param"},
 		{"no name", nil, `[{"description": "x"}]`, 1, "declaration 0 has no name"},
 		{"both schemas", nil, `[{"name": "a", "parameters": {}, "parametersJsonSchema": {}}]`, 1, "both parameters and parametersJsonSchema"},
+		{"both result schemas", nil, `[{"name": "a", "response": {}, "responseJsonSchema": {}}]`, 1, "both response and responseJsonSchema"},
 		{"collision", nil, `[{"name": "a-b"}, {"name": "a_b"}]`, 1, "both become the Python name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,5 +99,24 @@ func TestStubsErrors(t *testing.T) {
 	errb.Reset()
 	if code := runStubs([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "Usage: codemode stubs") {
 		t.Errorf("--help: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+func TestStubsTypedReturns(t *testing.T) {
+	decls := writeDecls(t, `[
+ {"name": "search", "namespace": "mcp", "resultKey": "output",
+  "responseJsonSchema": {"type": "object", "properties": {"hits": {"type": "array", "items": {"type": "string"}}}}},
+ {"name": "count", "response": {"type": "INTEGER", "minimum": 0}}]`)
+	var out, errb bytes.Buffer
+	if code := runCatalog([]string{"--decls", decls}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"def count() -> int:", "Returns:\n        int (minimum=0)",
+		"def search() -> dict[str, dict[str, Any]]:", "Returns:\n        {'output': dict[str, Any]}\n            hits: list[str]",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("catalog lacks %q:\n%s", want, out.String())
+		}
 	}
 }
