@@ -2,7 +2,6 @@ package schema
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
@@ -286,5 +285,3 @@ func contains(list []string, s string) bool {
 func escapeToken(tok string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }
-
-func (u Unenforced) String() string { return fmt.Sprintf("%s (%s)", u.Pointer, u.Reason) }
