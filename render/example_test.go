@@ -74,3 +74,46 @@ func ExampleRegistry_Block() {
 	//   </tools-package>
 	// </code-mode>
 }
+
+// A tool from an MCP server through ADK's mcptoolset: its outputSchema is the
+// declaration's ResponseJsonSchema, and every result arrives wrapped as
+// {"output": result}, which ResultKey documents.
+func ExampleTool_resultKey() {
+	reg, err := render.NewRegistry([]render.Tool{{
+		Namespace: "weather",
+		ResultKey: "output",
+		Declaration: &genai.FunctionDeclaration{
+			Name:        "get_weather",
+			Description: "Current weather for a city. Updated hourly.",
+			ResponseJsonSchema: map[string]any{
+				"type":       "object",
+				"required":   []any{"temp_c"},
+				"properties": map[string]any{"temp_c": map[string]any{"type": "number", "description": "Temperature."}},
+			},
+		},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(reg.Catalog(render.Full))
+	fmt.Print(reg.Catalog(render.Signatures))
+	// Output:
+	// # tools.weather
+	//
+	// from tools.weather import get_weather
+	//
+	// def get_weather() -> dict[str, dict[str, Any]]:
+	//     """Current weather for a city. Updated hourly.
+	//
+	//     Returns:
+	//         {'output': dict[str, Any]}
+	//             temp_c: float (required) - Temperature.
+	//     """
+	//     ...
+	// # tools.weather
+	//
+	// from tools.weather import get_weather
+	//
+	// def get_weather() -> dict[str, dict[str, Any]]:
+	//     """Current weather for a city."""
+}
