@@ -210,13 +210,14 @@ func (r *Registry) buildCatalog(d Detail) catalogText {
 }
 
 // fitCatalog chooses the detail of each section so that the catalog fits
-// room code points, and returns the catalog and its tiers; ok is false when
-// even the names of every section do not fit. Every section starts at
+// room code points, and returns the text of each section, to be joined
+// with newlines, and their tiers; ok is false when even the names of every
+// section do not fit. Every section starts at
 // Full; while the catalog is too large, the section that is largest at its
 // current detail (the first in catalog order among equals) drops to the next
 // smaller one: Full, then Signatures, then Names. Large namespaces so give
 // way first and small ones keep their full detail.
-func (r *Registry) fitCatalog(room int) (text string, tiers []Detail, ok bool) {
+func (r *Registry) fitCatalog(room int) (sections []string, tiers []Detail, ok bool) {
 	cats := [3]catalogText{}
 	get := func(d Detail) catalogText {
 		if cats[d].sections == nil {
@@ -228,7 +229,7 @@ func (r *Registry) fitCatalog(room int) (text string, tiers []Detail, ok bool) {
 	n := len(full.sections)
 	tiers = make([]Detail, n)
 	if full.runes <= room {
-		return full.text, tiers, true
+		return full.sections, tiers, true
 	}
 	// The catalog's size: its sections, the newlines joining them, less the
 	// trailing newline of the last, which the element strips.
@@ -250,7 +251,7 @@ func (r *Registry) fitCatalog(room int) (text string, tiers []Detail, ok bool) {
 			}
 		}
 		if pick < 0 {
-			return "", tiers, false
+			return nil, tiers, false
 		}
 		before := last()
 		next, _ := tiers[pick].less()
@@ -258,26 +259,11 @@ func (r *Registry) fitCatalog(room int) (text string, tiers []Detail, ok bool) {
 		tiers[pick] = next
 		size += before - last()
 	}
-	same := true
-	for _, d := range tiers {
-		same = same && d == tiers[0]
-	}
-	if same {
-		return get(tiers[0]).text, tiers, true
-	}
-	total := 0
+	sections = make([]string, n)
 	for i, d := range tiers {
-		total += len(get(d).sections[i]) + 1
+		sections[i] = get(d).sections[i]
 	}
-	var sb strings.Builder
-	sb.Grow(total)
-	for i, d := range tiers {
-		if i > 0 {
-			sb.WriteString("\n")
-		}
-		sb.WriteString(get(d).sections[i])
-	}
-	return sb.String(), tiers, true
+	return sections, tiers, true
 }
 
 // Environment describes the sandbox's Python, as its runtime reports it.
@@ -375,8 +361,13 @@ func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) st
 	if len(pkgLines) > 0 {
 		fixed = append(fixed, element("installed-packages", strings.Join(pkgLines, "\n")))
 	}
-	assemble := func(tools string) string {
-		size := len("<code-mode>\n</code-mode>") + len(tools) + 64
+	// assemble writes the block with the tools package made of head and
+	// the pieces joined by newlines, straight into the block's buffer.
+	assemble := func(head string, pieces ...string) string {
+		size := len("<code-mode>\n</code-mode>") + len(head) + 64
+		for _, p := range pieces {
+			size += len(p) + 1
+		}
 		for _, f := range fixed {
 			size += len(f) + 1
 		}
@@ -387,9 +378,19 @@ func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) st
 			sb.WriteString("\n")
 			sb.WriteString(f)
 		}
-		if tools != "" {
-			sb.WriteString("\n")
-			writeElement(&sb, "tools-package", tools)
+		if len(pieces) > 0 {
+			sb.WriteString("\n  <tools-package>\n")
+			sb.WriteString(head)
+			for i, p := range pieces {
+				if i > 0 {
+					sb.WriteString("\n")
+				}
+				if i == len(pieces)-1 {
+					p = strings.TrimRight(p, "\n")
+				}
+				sb.WriteString(p)
+			}
+			sb.WriteString("\n  </tools-package>")
 		}
 		sb.WriteString("\n</code-mode>")
 		return sb.String()
@@ -406,34 +407,27 @@ func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) st
 	}
 	base += 1 + utf8.RuneCountInString(element("tools-package", ""))
 	if !env.Discovery {
-		if text, _, ok := r.fitCatalog(budget - base); ok {
-			return assemble(text)
+		if sections, _, ok := r.fitCatalog(budget - base); ok {
+			return assemble("", sections...)
 		}
-		return assemble(pointerText)
+		return assemble("", pointerText)
 	}
 	ex := r.discoveryExample()
 	if full := r.catalog(Full); base+full.runes <= budget {
-		return assemble(full.text)
+		return assemble("", full.sections...)
 	}
 	// The hint heads every catalog that is not full, and counts.
 	hint := execute(hintTmpl, ex)
-	if text, _, ok := r.fitCatalog(budget - base - utf8.RuneCountInString(hint) - 2); ok {
-		return assemble(hint + "\n\n" + text)
+	if sections, _, ok := r.fitCatalog(budget - base - utf8.RuneCountInString(hint) - 2); ok {
+		return assemble(hint+"\n\n", sections...)
 	}
-	return assemble(execute(pointerTmpl, ex))
+	return assemble("", execute(pointerTmpl, ex))
 }
 
 // element renders a block tag on its own indented lines around content,
 // which is stripped of leading and trailing newlines.
 func element(tag, content string) string {
 	return "  <" + tag + ">\n" + strings.Trim(content, "\n") + "\n  </" + tag + ">"
-}
-
-// writeElement writes element(tag, content) to sb.
-func writeElement(sb *strings.Builder, tag, content string) {
-	sb.WriteString("  <" + tag + ">\n")
-	sb.WriteString(strings.Trim(content, "\n"))
-	sb.WriteString("\n  </" + tag + ">")
 }
 
 // DescriptionConfig selects the variant of the execute_code description.
