@@ -161,7 +161,7 @@ func returnLines(d *describer, resp *schema.Document, key string) []string {
 // result. The result comes last in the line budget too.
 func docstring(d *describer, e Entry, root schema.Node, params []param, resp *schema.Document) string {
 	var body []string
-	body = append(body, wrap(summaryText(e, root), summaryWidth)...)
+	body = append(body, wrap(summaryText(e, func() schema.Node { return root }), summaryWidth)...)
 	if rd := root.String("description"); rd != "" && strings.TrimSpace(rd) != strings.TrimSpace(e.Declaration.Description) && strings.TrimSpace(e.Declaration.Description) != "" {
 		body = append(body, "")
 		body = append(body, wrap(clip(rd, maxProse), summaryWidth)...)
@@ -204,11 +204,12 @@ func docstring(d *describer, e Entry, root schema.Node, params []param, resp *sc
 }
 
 // summaryText is a tool's summary: the declaration's description, else
-// the parameter schema's prose, else a fixed sentence.
-func summaryText(e Entry, root schema.Node) string {
+// the prose of the parameter schema that root returns, else a fixed
+// sentence.
+func summaryText(e Entry, root func() schema.Node) string {
 	summary := clip(e.Declaration.Description, maxProse*2)
 	if strings.TrimSpace(summary) == "" {
-		summary = prose(root)
+		summary = prose(root())
 	}
 	if strings.TrimSpace(summary) == "" {
 		summary = "Call the tool."
@@ -221,7 +222,7 @@ func summaryText(e Entry, root schema.Node) string {
 func (r *Registry) summaries() []string {
 	out := make([]string, len(r.entries))
 	parallel(len(r.entries), func(i int) {
-		out[i] = summaryLine(r.entries[i], r.docs[i].Root())
+		out[i] = summaryLine(r.entries[i], r.docs[i].Root)
 	})
 	return out
 }
@@ -231,7 +232,7 @@ const maxSummaryLine = 160
 
 // summaryLine is the one-line docstring of a tool in the signatures tier:
 // the first sentence of its summary, cut at a word to maxSummaryLine runes.
-func summaryLine(e Entry, root schema.Node) string {
+func summaryLine(e Entry, root func() schema.Node) string {
 	s := summaryText(e, root)
 	if !simpleLine(s, len(s)) {
 		var para []string
