@@ -64,6 +64,13 @@ type Config struct {
 	// the backend waits k*RetryDelay plus up to RetryJitter. Zero means 1s
 	// and 0.25s.
 	RetryDelay, RetryJitter time.Duration
+	// ResumeWindow is how long a session waits, after its connection is
+	// lost, for a new connection to the same sandbox to resume it; the
+	// backend dials again at once, then after the backoff of RetryDelay
+	// and RetryJitter. The sandbox keeps the session for its own window
+	// (codemode-sandbox --resume-window). Zero means 30s; negative means a
+	// lost connection ends the session. It sets Stream.ResumeWindow.
+	ResumeWindow time.Duration
 	// Stream bounds the connection's messages and idle time; the defaults
 	// match the server's.
 	Stream wsproto.Options
@@ -122,6 +129,9 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.ResumeWindow != 0 {
+		cfg.Stream.ResumeWindow = cfg.ResumeWindow
 	}
 	proxy := cfg.Proxy
 	if proxy == nil {
@@ -184,7 +194,7 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 	var err error
 	for attempt := 1; attempt <= b.cfg.StartAttempts; attempt++ {
 		if attempt > 1 {
-			wait := time.Duration(attempt-1)*b.cfg.RetryDelay + rand.N(b.cfg.RetryJitter)
+			wait := b.backoff(attempt - 1)
 			b.cfg.Logger.Warn("remote: retrying the sandbox start", "attempt", attempt, "after", wait, "err", err)
 			t := time.NewTimer(wait)
 			select {
@@ -206,6 +216,16 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 	return nil, err
 }
 
+// backoff is the wait before attempt k+1.
+func (b *Backend) backoff(k int) time.Duration {
+	return time.Duration(k)*b.cfg.RetryDelay + rand.N(b.cfg.RetryJitter)
+}
+
+func isStatus(err error, code int) bool {
+	var he *HandshakeError
+	return errors.As(err, &he) && he.StatusCode == code
+}
+
 // start makes one attempt.
 func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {
 	target, release := b.cfg.URL, func() {}
@@ -222,17 +242,31 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 			return nil, err
 		}
 	}
-	ws, err := b.dial(ctx, target)
+	ws, err := b.dial(ctx, target, "")
 	if err != nil {
 		release()
 		return nil, err
 	}
-	conn, stream := wsproto.NewConn(ws, b.cfg.Stream)
+	stream := wsproto.NewStream(ws, b.cfg.Stream)
 	if err := stream.SendFiles(cfg.Files, b.cfg.Files); err != nil {
-		conn.Close()
+		stream.Close()
 		release()
 		return nil, fmt.Errorf("remote: send the session's files to %s: %w", redact(target), err)
 	}
+	res := wsproto.NewClient(stream, b.cfg.Stream, wsproto.Redial{
+		Dial: func(ctx context.Context, credential string) (*websocket.Conn, error) {
+			ws, err := b.dial(ctx, target, credential)
+			if err != nil {
+				b.cfg.Logger.Warn("remote: resuming the session failed", "sandbox", redact(target), "err", err)
+			} else {
+				b.cfg.Logger.Info("remote: resumed the session", "sandbox", redact(target))
+			}
+			return ws, err
+		},
+		Delay:     b.backoff,
+		Permanent: func(err error) bool { return !Transient(err) || isStatus(err, http.StatusConflict) },
+	})
+	conn := wire.NewConn(res, res, res, b.cfg.Stream.MaxFrame())
 	s, err := wire.NewClient(ctx, conn, cfg, wire.ClientOptions{
 		ReadyTimeout: b.cfg.ReadyTimeout,
 		Logger:       b.cfg.Logger,
@@ -244,11 +278,15 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 	return s, nil
 }
 
-// dial opens the WebSocket, with this connection's token.
-func (b *Backend) dial(ctx context.Context, target string) (*websocket.Conn, error) {
+// dial opens the WebSocket, with this connection's token and, to resume
+// a session, its resume credential.
+func (b *Backend) dial(ctx context.Context, target, resume string) (*websocket.Conn, error) {
 	h := http.Header{}
 	for k, v := range b.cfg.Header {
 		h[k] = v
+	}
+	if resume != "" {
+		h.Set(wsproto.ResumeHeader, resume)
 	}
 	switch {
 	case len(b.cfg.Secret) > 0:

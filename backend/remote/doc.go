@@ -26,7 +26,18 @@
 // A session is a wire.Client over the WebSocket: it behaves as every
 // backend's does (package transport/transporttest holds them to one
 // suite), and a lost connection is a *transport.ConnectionError whose
-// Stage says whether the block may have run. A broken connection is not
-// resumed: the server ends the session when its connection ends, and the
-// next Exec fails with the block not run.
+// Stage says whether the block may have run.
+//
+// # Lost connections
+//
+// When the WebSocket breaks, the session does not: the backend dials the
+// same sandbox again (the same URL, also a provisioned one) at once and
+// then with the start's backoff, presenting the session's resume
+// credential, for up to [Config.ResumeWindow] (30s). Meanwhile the sandbox
+// keeps the session and its worker; the block runs on, and what either
+// side sent and the other did not acknowledge is sent again, once. A
+// block, a tool call and its result are neither lost nor repeated. Past
+// the window the session ends as if the connection had simply gone: the
+// block that ran is classified not run, ran or unknown, and the sandbox
+// exits.
 package remote

@@ -27,6 +27,7 @@ type listenFlags struct {
 	maxFiles         int64
 	handshakeTimeout time.Duration
 	idleTimeout      time.Duration
+	resumeWindow     time.Duration
 	tokenLifetime    time.Duration
 }
 
@@ -37,7 +38,8 @@ func (l *listenFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&l.maxMessage, "max-message", 0, "with --listen: the largest message accepted, in `bytes` (default 64 MiB)")
 	fs.Int64Var(&l.maxFiles, "max-files-bytes", 0, "with --listen: the largest tools package accepted, in `bytes` (default 100 MiB)")
 	fs.DurationVar(&l.handshakeTimeout, "handshake-timeout", 0, "with --listen: the longest a connection may take to send its request and tools package (default 30s)")
-	fs.DurationVar(&l.idleTimeout, "idle-timeout", 0, "with --listen: end a connection that receives nothing, not even a pong, for this `long` (default 60s)")
+	fs.DurationVar(&l.idleTimeout, "idle-timeout", 0, "with --listen: give up a connection that receives nothing, not even a pong, for this `long` (default 60s)")
+	fs.DurationVar(&l.resumeWindow, "resume-window", 0, "with --listen: keep the session this `long` after its connection is lost, for the host to resume it; negative: end it at once (default 30s)")
 	fs.DurationVar(&l.tokenLifetime, "max-token-lifetime", 0, "with --listen: the furthest ahead a token's expiry may lie (default 5m)")
 }
 
@@ -84,6 +86,7 @@ func (l *listenFlags) serve(ctx context.Context, cfg sandboxserver.Config, stder
 	}
 	wcfg.Stream.MaxMessageBytes = l.maxMessage
 	wcfg.Stream.IdleTimeout = l.idleTimeout
+	wcfg.Stream.ResumeWindow = l.resumeWindow
 	wcfg.Files.MaxBytes = l.maxFiles
 	if len(wcfg.Secret) == 0 && !wcfg.InsecureNoAuth {
 		return fail(fmt.Errorf("no secret: set %s to a random secret (for example `openssl rand -hex 32`), "+

@@ -29,7 +29,8 @@ type Config struct {
 	// ClockSkew is the clock difference allowed with clients. Zero
 	// means 30s.
 	ClockSkew time.Duration
-	// Stream bounds the connection's messages and idle time.
+	// Stream bounds the connection's messages and idle time, and sets how
+	// long a lost connection may take to be resumed (ResumeWindow, 30s).
 	Stream wsproto.Options
 	// Files bounds the files message (default 100 MiB, 10,000 files).
 	Files wsproto.FileLimits

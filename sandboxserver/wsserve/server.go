@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/transport/wire"
 	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
@@ -28,6 +29,7 @@ type server struct {
 	ctx     context.Context // the session's
 	claimed atomic.Bool
 	ended   chan error // the session's end, once
+	sess    atomic.Pointer[wsproto.Resumable]
 }
 
 // Serve serves one session on ln and returns when it has ended, or when
@@ -98,6 +100,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request: open a WebSocket with the subprotocol "+wsproto.Subprotocol+" (the codemode remote backend does)", http.StatusBadRequest)
 		return
 	}
+	if cred := r.Header.Get(wsproto.ResumeHeader); cred != "" {
+		s.resume(w, r, cred, start)
+		return
+	}
 	if !s.claimed.CompareAndSwap(false, true) {
 		http.Error(w, "busy: this sandbox serves one session per process and has already served or is serving one; start a fresh sandbox", http.StatusConflict)
 		return
@@ -117,34 +123,79 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.ended <- err
 }
 
-// run serves the session on ws: the files message by deadline, then the
-// frame protocol.
-func (s *server) run(ws *websocket.Conn, deadline time.Time) error {
-	conn, stream := wsproto.NewConn(ws, s.cfg.Stream)
-	defer func() {
-		conn.Close()
-		select { // let a close reason reach the client
-		case <-stream.Done():
-		case <-time.After(3 * time.Second):
+// resume attaches a client's new connection to the session, if its
+// credential is good.
+func (s *server) resume(w http.ResponseWriter, r *http.Request, cred string, start time.Time) {
+	sess := s.sess.Load()
+	if sess == nil {
+		http.Error(w, "conflict: there is no session to resume on this sandbox; start a fresh sandbox", http.StatusConflict)
+		return
+	}
+	if err := sess.CheckResume(cred); err != nil {
+		status := http.StatusUnauthorized
+		if errors.Is(err, wsproto.ErrSessionEnded) || errors.Is(err, wsproto.ErrOtherSession) {
+			status = http.StatusConflict
 		}
-	}()
+		s.cfg.Logger.Warn("refused a resume", "from", r.RemoteAddr, "reason", err)
+		http.Error(w, "resume refused: "+err.Error(), status)
+		return
+	}
+	up := websocket.Upgrader{
+		HandshakeTimeout: time.Until(start.Add(s.cfg.HandshakeTimeout)),
+		Subprotocols:     []string{wsproto.Subprotocol},
+	}
+	ws, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		s.cfg.Logger.Warn("a resume's WebSocket handshake failed", "from", r.RemoteAddr, "err", err)
+		return
+	}
+	if err := sess.Attach(ws); err != nil {
+		s.cfg.Logger.Warn("a resume came too late", "from", r.RemoteAddr, "err", err)
+		return
+	}
+	s.cfg.Logger.Info("session resumed", "from", r.RemoteAddr, "session", sess.Session())
+}
+
+// run serves the session on ws: the files message by deadline, then the
+// frame protocol, over as many connections as the client resumes it on.
+func (s *server) run(ws *websocket.Conn, deadline time.Time) error {
+	stream := wsproto.NewStream(ws, s.cfg.Stream)
 	files, err := stream.ReadFiles(s.cfg.Files, deadline)
 	if err != nil {
+		_ = stream.Close() // after a refusal with a reason, a no-op
+		waitDone(stream.Done())
 		return fmt.Errorf("wsserve: the session's files: %w", err)
 	}
 	if err := writeFiles(s.cfg.Session.FilesDir, files); err != nil {
 		stream.CloseWith(websocket.CloseInternalServerErr, "the sandbox could not write the session's files")
+		waitDone(stream.Done())
 		return err
 	}
+	sess := wsproto.NewServer(stream, s.cfg.Stream)
+	s.sess.Store(sess)
+	conn := wire.NewConn(sess, sess, sess, s.cfg.Stream.MaxFrame())
+	defer func() {
+		conn.Close()
+		waitDone(sess.Done())
+	}()
 	err = sandboxserver.Serve(s.ctx, conn, s.cfg.Session)
 	var le *wsproto.LimitError
 	if err == nil || errors.As(err, &le) {
 		return err
 	}
-	if websocket.IsUnexpectedCloseError(err) || errors.Is(err, net.ErrClosed) {
+	if errors.Is(err, wsproto.ErrNotResumed) || websocket.IsUnexpectedCloseError(err) || errors.Is(err, net.ErrClosed) {
+		s.cfg.Logger.Info("the host went away", "err", err)
 		return nil // the host went away: the session is over
 	}
 	return err
+}
+
+// waitDone lets a close reason reach the client, for a while.
+func waitDone(done <-chan struct{}) {
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+	}
 }
 
 // writeFiles writes files beneath dir, read-only, and makes the

@@ -14,8 +14,10 @@ import (
 )
 
 // Subprotocol names this binding of the frame protocol in the WebSocket
-// handshake; a server refuses a client that does not ask for it.
-const Subprotocol = "codemode.v1"
+// handshake; a server refuses a client that does not ask for it. Version
+// 2 numbers and acknowledges the data messages, so that a session
+// survives a lost connection.
+const Subprotocol = "codemode.v2"
 
 // Options bound a [Stream]. The zero value means the defaults.
 type Options struct {
@@ -29,8 +31,18 @@ type Options struct {
 	// PingInterval is how often a ping is sent. Zero means a third of
 	// IdleTimeout.
 	PingInterval time.Duration
-	// WriteTimeout bounds one write. Zero means 60s.
+	// WriteTimeout bounds one write, and the wait for the peer to
+	// acknowledge enough to make room for a write. Zero means 60s.
 	WriteTimeout time.Duration
+	// ResumeWindow is how long a session outlives a lost connection,
+	// waiting for it to be resumed. Zero means 30s; negative means a lost
+	// connection ends the session at once.
+	ResumeWindow time.Duration
+	// MaxUnackedBytes bounds what one side keeps of what it sent and the
+	// peer has not acknowledged: what it would send again on a resume. A
+	// single message larger than it is still sent, alone. Zero means 16
+	// MiB.
+	MaxUnackedBytes int64
 }
 
 func (o *Options) setDefaults() {
@@ -45,6 +57,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 60 * time.Second
+	}
+	if o.ResumeWindow == 0 {
+		o.ResumeWindow = 30 * time.Second
+	}
+	if o.MaxUnackedBytes <= 0 {
+		o.MaxUnackedBytes = 16 << 20
 	}
 }
 
@@ -66,15 +84,15 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("wsproto: %s exceeds the limit of %s", e.What, e.Limit)
 }
 
-// Stream is a byte stream over a WebSocket: writes go out as text
-// messages, reads return the text messages received, one after another.
-// It keeps the connection alive with pings and ends it when it is idle.
+// Stream is one WebSocket connection of a session: it reads and writes
+// the files message and then carries a [Resumable]'s binary messages. It
+// keeps the connection alive with pings; a connection idle for
+// [Options.IdleTimeout] fails its reads.
 type Stream struct {
 	ws   *websocket.Conn
 	opts Options
 
-	cur  io.Reader // the message being read
-	left int64     // bytes the current message may still have
+	greeted bool // the peer's first ack has arrived; guarded by its Resumable's mu
 
 	peerClosed chan struct{}         // closed when the peer's close frame arrives
 	peerClose  *websocket.CloseError // set before peerClosed closes
@@ -113,12 +131,6 @@ func NewStream(ws *websocket.Conn, opts Options) *Stream {
 	return s
 }
 
-// NewConn returns a wire.Conn over a new [Stream] on ws.
-func NewConn(ws *websocket.Conn, opts Options) (*wire.Conn, *Stream) {
-	s := NewStream(ws, opts)
-	return wire.NewConn(s, s, s, opts.MaxFrame()), s
-}
-
 // extend moves the idle deadline: something arrived.
 func (s *Stream) extend() { _ = s.ws.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout)) }
 
@@ -137,84 +149,68 @@ func (s *Stream) keepAlive() {
 	}
 }
 
-// Read reads the text messages received, in order, as one stream.
-func (s *Stream) Read(p []byte) (int, error) {
-	for {
-		if s.cur == nil {
-			typ, r, err := s.ws.NextReader()
-			if err != nil {
-				return 0, s.readErr(err)
-			}
-			s.extend()
-			if typ != websocket.TextMessage {
-				s.CloseWith(websocket.CloseUnsupportedData, "a binary message where frames were expected")
-				return 0, fmt.Errorf("%w: the peer sent a binary message where frames were expected", wire.ErrProtocol)
-			}
-			s.cur, s.left = r, s.opts.MaxMessageBytes
-		}
-		if int64(len(p)) > s.left+1 {
-			p = p[:s.left+1]
-		}
-		n, err := s.cur.Read(p)
-		s.left -= int64(n)
-		if s.left < 0 {
-			return 0, s.breach(websocket.CloseMessageTooBig, "message size", fmt.Sprintf("%d bytes", s.opts.MaxMessageBytes))
-		}
-		if n > 0 && s.left < s.opts.MaxMessageBytes/2 {
-			s.extend() // a long message is not idleness
-		}
-		switch {
-		case errors.Is(err, io.EOF):
-			s.cur = nil
-			if n > 0 {
-				return n, nil
-			}
-		case err != nil:
-			return n, s.readErr(err)
-		case n > 0:
-			return n, nil
-		}
+// readMessage returns the next binary message, of at most limit bytes.
+// A text message or an oversize one closes the connection with a reason.
+func (s *Stream) readMessage(limit int64) ([]byte, error) {
+	typ, r, err := s.ws.NextReader()
+	if err != nil {
+		return nil, err
 	}
+	s.extend()
+	if typ != websocket.BinaryMessage {
+		s.CloseWith(websocket.CloseUnsupportedData, "a text message where binary messages were expected")
+		return nil, fmt.Errorf("%w: the peer sent a text message where binary messages were expected", wire.ErrProtocol)
+	}
+	b, err := io.ReadAll(&extendingReader{s: s, r: io.LimitReader(r, limit+1)})
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, s.breach(websocket.CloseMessageTooBig, "message size", fmt.Sprintf("%d bytes", s.opts.MaxMessageBytes))
+	}
+	return b, nil
 }
 
-// readErr turns a read error into the stream's: the peer's normal close
-// is the end of the stream; an idle timeout closes the connection.
-func (s *Stream) readErr(err error) error {
-	if websocket.IsCloseError(err, websocket.CloseNormalClosure) {
-		return io.EOF
+// extendingReader moves the idle deadline as a long message arrives: a
+// long message is not idleness.
+type extendingReader struct {
+	s *Stream
+	r io.Reader
+	n int
+}
+
+func (e *extendingReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if e.n += n; e.n >= 1<<20 {
+		e.n = 0
+		e.s.extend()
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return s.breach(websocket.ClosePolicyViolation, "idle time", s.opts.IdleTimeout.String()+" without a message or pong")
+	return n, err
+}
+
+// writeMessage sends b as one binary message.
+func (s *Stream) writeMessage(b []byte) error {
+	_ = s.ws.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	if err := s.ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		return s.writeErr(err)
 	}
-	return err
+	return nil
+}
+
+// abort closes the network connection without a close frame: the link is
+// given up, not the session.
+func (s *Stream) abort() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		_ = s.ws.Close()
+		close(s.done)
+	})
 }
 
 // breach closes the connection because a limit was exceeded.
 func (s *Stream) breach(code int, what, limit string) error {
 	s.CloseWith(code, what+" exceeds "+limit)
 	return &LimitError{What: what, Limit: limit}
-}
-
-// Write sends p as one text message, or as several split at line
-// boundaries when p is over [Options.MaxMessageBytes].
-func (s *Stream) Write(p []byte) (int, error) {
-	_ = s.ws.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-	sent := 0
-	for sent < len(p) {
-		chunk := p[sent:]
-		if int64(len(chunk)) > s.opts.MaxMessageBytes {
-			chunk = chunk[:s.opts.MaxMessageBytes]
-			if i := lastNewline(chunk); i >= 0 {
-				chunk = chunk[:i+1]
-			}
-		}
-		if err := s.ws.WriteMessage(websocket.TextMessage, chunk); err != nil {
-			return sent, s.writeErr(err)
-		}
-		sent += len(chunk)
-	}
-	return sent, nil
 }
 
 // writeErr explains a failed write by the peer's close frame, if one

@@ -1,123 +1,364 @@
 package wsproto
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 )
 
-// pair returns the two ends of a real WebSocket on loopback: the server's
-// as a Stream with opts, the client's raw.
-func pair(t *testing.T, opts Options) (*Stream, *websocket.Conn) {
+// link is a loopback WebSocket server that runs one Resumable session and
+// takes resumes of it, and a client dialer whose connections the test can
+// cut.
+type link struct {
+	t      *testing.T
+	srv    *httptest.Server
+	opts   Options
+	server chan *Resumable
+	mu     sync.Mutex
+	sess   *Resumable
+	conns  []net.Conn
+	down   bool // refuse new connections
+	dials  int
+}
+
+func newLink(t *testing.T, opts Options) *link { return newLinks(t, opts, opts) }
+
+// newLinks gives the server's end other options.
+func newLinks(t *testing.T, opts, sopts Options) *link {
 	t.Helper()
-	got := make(chan *websocket.Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	k := &link{t: t, opts: opts, server: make(chan *Resumable, 1)}
+	k.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k.mu.Lock()
+		sess := k.sess
+		k.mu.Unlock()
+		if cred := r.Header.Get(ResumeHeader); cred != "" {
+			if sess == nil {
+				http.Error(w, "no session", http.StatusConflict)
+				return
+			}
+			if err := sess.CheckResume(cred); err != nil {
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+			ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			_ = sess.Attach(ws)
+			return
+		}
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		got <- ws
+		s := NewServer(NewStream(ws, sopts), sopts)
+		k.mu.Lock()
+		k.sess = s
+		k.mu.Unlock()
+		k.server <- s
 	}))
-	t.Cleanup(srv.Close)
-	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	t.Cleanup(k.srv.Close)
+	return k
+}
+
+func (k *link) url() string { return "ws" + strings.TrimPrefix(k.srv.URL, "http") }
+
+func (k *link) dial(ctx context.Context, cred string) (*websocket.Conn, error) {
+	k.mu.Lock()
+	down := k.down
+	k.dials++
+	k.mu.Unlock()
+	if down {
+		return nil, errors.New("the test keeps the link down")
+	}
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			k.mu.Lock()
+			k.conns = append(k.conns, c)
+			k.mu.Unlock()
+		}
+		return c, err
+	}}
+	h := http.Header{}
+	if cred != "" {
+		h.Set(ResumeHeader, cred)
+	}
+	ws, _, err := d.DialContext(ctx, k.url(), h)
+	return ws, err
+}
+
+// open starts a session: the client's end and the server's.
+func (k *link) open() (*Resumable, *Resumable) {
+	k.t.Helper()
+	ws, err := k.dial(context.Background(), "")
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	c := NewClient(NewStream(ws, k.opts), k.opts, Redial{Dial: k.dial, Delay: func(int) time.Duration { return 20 * time.Millisecond }})
+	s := <-k.server
+	k.t.Cleanup(func() { c.Close(); s.Close() })
+	return c, s
+}
+
+// cut closes every connection the client made, as a dropped link does;
+// with down, new ones are refused until up.
+func (k *link) cut(down bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.down = down
+	for _, c := range k.conns {
+		c.Close()
+	}
+	k.conns = nil
+}
+
+func (k *link) up() {
+	k.mu.Lock()
+	k.down = false
+	k.mu.Unlock()
+}
+
+func readLine(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	type res struct {
+		s   string
+		err error
+	}
+	got := make(chan res, 1)
+	go func() { s, err := r.ReadString('\n'); got <- res{s, err} }()
+	select {
+	case g := <-got:
+		if g.err != nil {
+			t.Fatalf("read: %v", g.err)
+		}
+		return g.s
+	case <-time.After(60 * time.Second):
+		t.Fatal("nothing arrived")
+		return ""
+	}
+}
+
+func TestResumableCarriesBothWays(t *testing.T) {
+	c, s := newLink(t, Options{}).open()
+	if _, err := c.Write([]byte("to server\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLine(t, bufio.NewReader(s)); got != "to server\n" {
+		t.Errorf("server read %q", got)
+	}
+	if _, err := s.Write([]byte("to client\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLine(t, bufio.NewReader(c)); got != "to client\n" {
+		t.Errorf("client read %q", got)
+	}
+	if c.Session() == "" || c.Session() != s.Session() {
+		t.Errorf("session ids %q and %q", c.Session(), s.Session())
+	}
+	c.Close()
+	if _, err := io.ReadAll(s); err != nil {
+		t.Errorf("after the client's close the server read %v, want EOF", err)
+	}
+}
+
+// TestResumableSurvivesCuts: lines written both ways while the link is
+// cut again and again all arrive, once each, in order.
+func TestResumableSurvivesCuts(t *testing.T) {
+	k := newLink(t, Options{})
+	c, s := k.open()
+	const n = 300
+	write := func(w io.Writer, who string) {
+		for i := range n {
+			if _, err := fmt.Fprintf(w, "%s %d\n", who, i); err != nil {
+				t.Errorf("%s write %d: %v", who, i, err)
+				return
+			}
+		}
+	}
+	go write(c, "client")
+	go write(s, "server")
+	cr, sr := bufio.NewReader(c), bufio.NewReader(s)
+	for i := range n {
+		if i%50 == 25 {
+			k.cut(false)
+		}
+		if got, want := readLine(t, sr), fmt.Sprintf("client %d\n", i); got != want {
+			t.Fatalf("server read %q, want %q", got, want)
+		}
+		if got, want := readLine(t, cr), fmt.Sprintf("server %d\n", i); got != want {
+			t.Fatalf("client read %q, want %q", got, want)
+		}
+	}
+	k.mu.Lock()
+	dials := k.dials
+	k.mu.Unlock()
+	if dials < 2 {
+		t.Errorf("%d dials: the cuts were never resumed", dials)
+	}
+}
+
+func TestResumableNotResumedWithinWindow(t *testing.T) {
+	k := newLink(t, Options{ResumeWindow: 500 * time.Millisecond})
+	c, s := k.open()
+	if _, err := c.Write([]byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	readLine(t, bufio.NewReader(s))
+	k.cut(true)
+	for _, r := range []*Resumable{c, s} {
+		_, err := io.ReadAll(r)
+		if !errors.Is(err, ErrNotResumed) || !strings.Contains(err.Error(), "within 500ms") {
+			t.Errorf("read = %v, want ErrNotResumed naming the window", err)
+		}
+		select {
+		case <-r.Done():
+		case <-time.After(30 * time.Second):
+			t.Error("Done not closed")
+		}
+	}
+	if _, err := c.Write([]byte("y\n")); !errors.Is(err, ErrNotResumed) {
+		t.Errorf("write after the window: %v, want ErrNotResumed", err)
+	}
+	if err := s.CheckResume(resumeCredential(s.key, s.id, 99)); !errors.Is(err, ErrSessionEnded) {
+		t.Errorf("a resume after the end: %v, want ErrSessionEnded", err)
+	}
+}
+
+func TestCheckResume(t *testing.T) {
+	k := newLink(t, Options{})
+	_, s := k.open()
+	good := resumeCredential(s.key, s.id, 1)
+	forged := resumeCredential([]byte(strings.Repeat("k", keyBytes)), s.id, 2)
+	other := resumeCredential(s.key, "another", 3)
+	for _, tc := range []struct {
+		name, cred string
+		want       error
+	}{
+		{"malformed", "cr1.x", ErrResumeRefused},
+		{"another key", forged, ErrResumeRefused},
+		{"another session", other, ErrOtherSession},
+		{"good", good, nil},
+		{"replayed", good, ErrResumeReplayed},
+		{"an older attempt", resumeCredential(s.key, s.id, 1), ErrResumeReplayed},
+		{"the next attempt", resumeCredential(s.key, s.id, 2), nil},
+	} {
+		if err := s.CheckResume(tc.cred); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%s: CheckResume = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestResumableClosesOnOversizeMessage(t *testing.T) {
+	opts := Options{MaxMessageBytes: 1000}
+	c, s := newLink(t, opts).open()
+	// A well-behaved writer splits; a peer that sends one big message
+	// anyway is refused.
+	c.mu.Lock()
+	l := c.link
+	c.mu.Unlock()
+	for l != nil && !c.greetedLink(l) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.wmu.Lock()
+	err := l.writeMessage(appendData(nil, 0, 0, bytes.Repeat([]byte("x"), 1100)))
+	c.wmu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.Close() })
-	s := NewStream(<-got, opts)
-	t.Cleanup(func() { s.Close() })
-	return s, client
-}
-
-func TestStreamReadsMessagesAsOneStream(t *testing.T) {
-	s, c := pair(t, Options{})
-	for _, m := range []string{"ab", "", "c\n"} {
-		if err := c.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	buf := make([]byte, 3)
-	if _, err := io.ReadFull(s, buf); err != nil || string(buf) != "abc" {
-		t.Fatalf("read %q, %v", buf, err)
-	}
-}
-
-func TestStreamClosesOnOversizeMessage(t *testing.T) {
-	s, c := pair(t, Options{MaxMessageBytes: 1000})
-	if err := c.WriteMessage(websocket.TextMessage, bytes.Repeat([]byte("x"), 1001)); err != nil {
-		t.Fatal(err)
-	}
-	_, err := io.ReadAll(s)
+	_, err = io.ReadAll(s)
 	var le *LimitError
 	if !errors.As(err, &le) || le.What != "message size" {
-		t.Fatalf("Read: %v, want a message size LimitError", err)
+		t.Fatalf("server read %v, want a message size LimitError", err)
 	}
-	_, _, err = c.ReadMessage()
+	_, err = io.ReadAll(c)
 	if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) || !strings.Contains(err.Error(), "message size exceeds 1000 bytes") {
-		t.Fatalf("client saw %v, want close 1009 naming the limit", err)
+		t.Fatalf("client read %v, want close 1009 naming the limit", err)
 	}
 }
 
-func TestStreamClosesWhenIdle(t *testing.T) {
-	s, c := pair(t, Options{IdleTimeout: 500 * time.Millisecond})
-	// The raw client answers pings only while it reads; it does not read,
-	// so nothing reaches the stream.
-	_, err := io.ReadAll(s)
-	var le *LimitError
-	if !errors.As(err, &le) || le.What != "idle time" {
-		t.Fatalf("Read: %v, want an idle time LimitError", err)
+func (r *Resumable) greetedLink(l *Stream) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return l.greeted && r.sending == l
+}
+
+func TestResumableSplitsLargeWritesAtLines(t *testing.T) {
+	c, s := newLink(t, Options{MaxMessageBytes: 10}).open()
+	if _, err := c.Write([]byte("aaaa\nbbbb\ncccccc\n")); err != nil {
+		t.Fatal(err)
 	}
-	for {
-		_, _, err = c.ReadMessage()
-		if err != nil {
+	sr := bufio.NewReader(s)
+	for _, want := range []string{"aaaa\n", "bbbb\n", "cccccc\n"} {
+		if got := readLine(t, sr); got != want {
+			t.Errorf("read %q, want %q", got, want)
+		}
+	}
+	s.mu.Lock()
+	got := s.recvd
+	s.mu.Unlock()
+	if got != 2 {
+		t.Errorf("%d data messages, want 2", got)
+	}
+}
+
+// TestResumableOverflow: a peer that reads nothing and so acknowledges
+// nothing ends the session once the unacknowledged data stays over its
+// bound, with a reason.
+func TestResumableOverflow(t *testing.T) {
+	opts := Options{MaxUnackedBytes: 64 << 10, WriteTimeout: 500 * time.Millisecond}
+	// The server's reader is held back by a full queue: nothing it gets is
+	// read, so past two messages' worth its acknowledgements stop.
+	c, _ := newLinks(t, opts, Options{MaxMessageBytes: 1024}).open()
+	line := bytes.Repeat([]byte("y"), 1023)
+	line = append(line, '\n')
+	var err error
+	for range 10_000 {
+		if _, err = c.Write(line); err != nil {
 			break
 		}
 	}
-	if !websocket.IsCloseError(err, websocket.ClosePolicyViolation) || !strings.Contains(err.Error(), "idle time exceeds") {
-		t.Fatalf("client saw %v, want close 1008 naming the idle limit", err)
+	var le *LimitError
+	if !errors.As(err, &le) || le.What != "unacknowledged data" {
+		t.Fatalf("write = %v, want an unacknowledged data LimitError", err)
+	}
+}
+
+func TestStreamIdleLinkIsLost(t *testing.T) {
+	// The server neither pings nor answers pings: the client's reads
+	// time out.
+	k := newLinks(t, Options{IdleTimeout: 500 * time.Millisecond, ResumeWindow: -1}, Options{IdleTimeout: time.Hour, ResumeWindow: -1})
+	c, s := k.open()
+	s.mu.Lock()
+	l := s.link
+	s.mu.Unlock()
+	l.ws.SetPingHandler(func(string) error { return nil })
+	_, err := io.ReadAll(c)
+	if !errors.Is(err, ErrNotResumed) || !strings.Contains(err.Error(), "not even a pong, for 500ms") {
+		t.Fatalf("read = %v, want the link lost for idleness", err)
 	}
 }
 
 func TestStreamPingsKeepAnIdleLinkAlive(t *testing.T) {
-	s, c := pair(t, Options{IdleTimeout: time.Second})
-	go func() {
-		for { // reading answers the stream's pings
-			if _, _, err := c.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	c, _ := newLink(t, Options{IdleTimeout: time.Second, ResumeWindow: -1}).open()
 	read := make(chan error, 1)
-	go func() { _, err := s.Read(make([]byte, 1)); read <- err }()
+	go func() { _, err := c.Read(make([]byte, 1)); read <- err }()
 	select {
 	case err := <-read:
 		t.Fatalf("an answered link ended: %v", err)
 	case <-time.After(3 * time.Second):
-	}
-}
-
-func TestStreamSplitsLargeWritesAtLines(t *testing.T) {
-	s, c := pair(t, Options{MaxMessageBytes: 10})
-	if _, err := s.Write([]byte("aaaa\nbbbb\ncccccc\n")); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for range 2 {
-		_, m, err := c.ReadMessage()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(m))
-	}
-	if got[0] != "aaaa\nbbbb\n" || got[1] != "cccccc\n" {
-		t.Errorf("messages %q", got)
 	}
 }
