@@ -51,6 +51,7 @@ func run(m *testing.M) int {
 type server struct {
 	cmd    *exec.Cmd
 	addr   string // host:port
+	work   string // its workspace, the code's working directory
 	exited chan struct{}
 	mu     sync.Mutex
 	log    strings.Builder // its standard error
@@ -106,7 +107,7 @@ func launchAs(dir string, cred *syscall.Credential, env []string, flags ...strin
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, exited: make(chan struct{})}
+	s := &server{cmd: cmd, exited: make(chan struct{}), work: ws}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pipe)

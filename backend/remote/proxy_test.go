@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -14,6 +15,7 @@ type proxy struct {
 	target string
 	mu     sync.Mutex
 	conns  []net.Conn
+	down   atomic.Bool // refuse new connections, as a link that stays down
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -36,6 +38,10 @@ func (p *proxy) serve() {
 		if err != nil {
 			return
 		}
+		if p.down.Load() {
+			c.Close()
+			continue
+		}
 		up, err := net.Dial("tcp", p.target)
 		if err != nil {
 			c.Close()
@@ -47,6 +53,12 @@ func (p *proxy) serve() {
 		go func() { _, _ = io.Copy(up, c); up.Close() }()
 		go func() { _, _ = io.Copy(c, up); c.Close() }()
 	}
+}
+
+// cutAndDrop cuts every connection and refuses new ones from then on.
+func (p *proxy) cutAndDrop() {
+	p.down.Store(true)
+	p.cut()
 }
 
 // cut closes every connection through the proxy, both ways.

@@ -153,7 +153,7 @@ func (s *server) resume(w http.ResponseWriter, r *http.Request, cred string, sta
 		s.cfg.Logger.Warn("a resume came too late", "from", r.RemoteAddr, "err", err)
 		return
 	}
-	s.cfg.Logger.Info("session resumed", "from", r.RemoteAddr, "session", sess.Session())
+	s.cfg.Logger.Info("session resumed", "from", r.RemoteAddr, "resume id", sess.Session())
 }
 
 // run serves the session on ws: the files message by deadline, then the

@@ -1,0 +1,308 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wsproto"
+)
+
+// countRun is code that records, in the workspace, that the block ran:
+// runs counts the records, so a block run twice shows.
+const countRun = "open('runs.log', 'a').write('ran\\n')\n"
+
+func (s *server) runs(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.work, "runs.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("ran\n"))
+}
+
+// resumes counts the resumes the server took.
+func (s *server) resumes() int { return strings.Count(s.stderr(), "session resumed") }
+
+func execAsync(s transport.Session, code string) <-chan execResult {
+	done := make(chan execResult, 1)
+	go func() {
+		r, err := s.Exec(context.Background(), transport.Block{Code: code, Timeout: 2 * time.Minute})
+		done <- execResult{r, err}
+	}()
+	return done
+}
+
+type execResult struct {
+	r   *transport.Result
+	err error
+}
+
+func waitResult(t *testing.T, done <-chan execResult) *transport.Result {
+	t.Helper()
+	select {
+	case res := <-done:
+		if res.err != nil || res.r.ExitCode != 0 {
+			t.Fatalf("Exec = %+v, %v", res.r, res.err)
+		}
+		return res.r
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Exec did not return")
+		return nil
+	}
+}
+
+func resumingBackend(t *testing.T, url string) *remote.Backend {
+	return newBackend(t, remote.Config{URL: url, Secret: testSecret, RetryDelay: 50 * time.Millisecond, RetryJitter: 10 * time.Millisecond})
+}
+
+// TestResumeMidBlock: the connection is cut while a block runs and prints;
+// the block runs on, once, and all its output arrives.
+func TestResumeMidBlock(t *testing.T) {
+	srv := startServer(t, nil)
+	p := startProxy(t, srv.addr)
+	sig := make(signal)
+	s := open(t, resumingBackend(t, p.URL()), transport.SessionConfig{Tools: sig})
+	done := execAsync(s, countRun+started+`
+import os, time
+print("before", flush=True)
+while not os.path.exists("release"):
+    time.sleep(0.01)
+for i in range(1000):
+    print(i)
+`)
+	sig.wait(t)
+	p.cut()
+	// The block goes on while the link is down: its output waits.
+	if err := os.WriteFile(filepath.Join(srv.work, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := waitResult(t, done)
+	var want strings.Builder
+	want.WriteString("before\n")
+	for i := range 1000 {
+		want.WriteString(strconv.Itoa(i) + "\n")
+	}
+	if r.Stdout != want.String() {
+		t.Errorf("stdout %d bytes, want %d: %.200q", len(r.Stdout), want.Len(), r.Stdout)
+	}
+	if n := srv.runs(t); n != 1 {
+		t.Errorf("the block ran %d times, want once", n)
+	}
+	if srv.resumes() == 0 {
+		t.Error("the server took no resume")
+	}
+	if got := execOK(t, s, "print('still here')").Stdout; got != "still here\n" {
+		t.Errorf("the next block printed %q", got)
+	}
+}
+
+// TestResumeDuringToolCall: the connection is cut while the host runs a
+// tool; the tool runs once and its result reaches the code.
+func TestResumeDuringToolCall(t *testing.T) {
+	srv := startServer(t, nil)
+	p := startProxy(t, srv.addr)
+	var calls atomic.Int32
+	inTool, cutDone := make(chan struct{}), make(chan struct{})
+	tools := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+		if calls.Add(1) == 1 {
+			close(inTool)
+		}
+		select {
+		case <-cutDone:
+		case <-ctx.Done():
+			return transport.ToolResult{Err: &transport.ToolError{Type: "ToolError", Message: "cancelled"}}
+		}
+		return transport.ToolResult{Value: "result-7"}
+	})
+	s := open(t, resumingBackend(t, p.URL()), transport.SessionConfig{Tools: tools})
+	done := execAsync(s, countRun+"from codemode_runtime import call\nprint(call('count', {}))")
+	select {
+	case <-inTool:
+	case <-time.After(time.Minute):
+		t.Fatal("the tool was not called")
+	}
+	p.cut()
+	close(cutDone) // the result is sent while the link is down
+	r := waitResult(t, done)
+	if r.Stdout != "result-7\n" {
+		t.Errorf("stdout %q, want the tool's result", r.Stdout)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	if n := srv.runs(t); n != 1 {
+		t.Errorf("the block ran %d times, want once", n)
+	}
+	if srv.resumes() == 0 {
+		t.Error("the server took no resume")
+	}
+}
+
+// TestResumeBetweenBlocks: a cut between blocks is resumed when the next
+// block is sent; the session's state is intact.
+func TestResumeBetweenBlocks(t *testing.T) {
+	srv := startServer(t, nil)
+	p := startProxy(t, srv.addr)
+	s := open(t, resumingBackend(t, p.URL()), transport.SessionConfig{})
+	execOK(t, s, countRun+"x = 41")
+	p.cut()
+	if got := execOK(t, s, countRun+"print(x + 1)").Stdout; got != "42\n" {
+		t.Errorf("stdout %q, want 42", got)
+	}
+	if n := srv.runs(t); n != 2 {
+		t.Errorf("%d runs of the two blocks, want 2", n)
+	}
+	if srv.resumes() == 0 {
+		t.Error("the server took no resume")
+	}
+}
+
+// TestCutPastResumeWindow: a link that stays down ends the session as a
+// lost connection did before resumes: the block is classified, and the
+// server exits.
+func TestCutPastResumeWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code string // runs after the block has signalled that it started
+		want transport.Stage
+	}{
+		{"mid-block", "import time\ntime.sleep(3600)", transport.Unknown},
+		{"during a tool call", "call('block', {})", transport.Unknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sig, blocked := make(signal), make(chan struct{})
+			tools := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+				if c.Name == "block" {
+					close(blocked)
+					<-ctx.Done()
+					return transport.ToolResult{}
+				}
+				return sig.CallTool(ctx, c)
+			})
+			srv := startServer(t, nil, "--resume-window", "1s")
+			p := startProxy(t, srv.addr)
+			s := open(t, newBackend(t, remote.Config{URL: p.URL(), Secret: testSecret, ResumeWindow: time.Second}), transport.SessionConfig{Tools: tools})
+			execOK(t, s, "x = 1")
+			errc := runAsync(s, started+tc.code)
+			sig.wait(t)
+			if tc.name == "during a tool call" {
+				<-blocked
+			}
+			p.cutAndDrop()
+			err := waitErr(t, errc)
+			if st := stageOf(t, err); st != tc.want || !strings.Contains(err.Error(), "not resumed within 1s") {
+				t.Errorf("Exec = %v (stage %v), want %v, not resumed", err, st, tc.want)
+			}
+			if !srv.waitExit(30 * time.Second) {
+				t.Error("the server did not exit after its window")
+			}
+		})
+	}
+	t.Run("between blocks", func(t *testing.T) {
+		srv := startServer(t, nil, "--resume-window", "1s")
+		p := startProxy(t, srv.addr)
+		s := open(t, newBackend(t, remote.Config{URL: p.URL(), Secret: testSecret, ResumeWindow: time.Second}), transport.SessionConfig{})
+		execOK(t, s, "x = 1")
+		p.cutAndDrop()
+		if !srv.waitExit(30 * time.Second) {
+			t.Fatal("the server did not exit after its window")
+		}
+		_, err := s.Exec(t.Context(), transport.Block{Code: "print(x)"})
+		if st := stageOf(t, err); st != transport.NotRun {
+			t.Errorf("stage = %v, want not run", st)
+		}
+	})
+}
+
+// recorder keeps what the backend writes on its connections, where the
+// resume credential travels.
+type recorder struct {
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+type recordedConn struct {
+	net.Conn
+	r *recorder
+}
+
+func (c recordedConn) Write(p []byte) (int, error) {
+	c.r.mu.Lock()
+	if c.r.out.Len() < 1<<20 {
+		c.r.out.Write(p)
+	}
+	c.r.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (r *recorder) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return recordedConn{c, r}, nil
+}
+
+var credentialRE = regexp.MustCompile(wsproto.ResumeHeader + `: (cr1\.[A-Za-z0-9_.-]+)\r\n`)
+
+// TestResumeRefused: a resume credential seen on the wire cannot be used
+// again, a forged one is refused, and neither disturbs the session.
+func TestResumeRefused(t *testing.T) {
+	srv := startServer(t, nil)
+	p := startProxy(t, srv.addr)
+	rec := &recorder{}
+	s := open(t, newBackend(t, remote.Config{URL: p.URL(), Secret: testSecret, DialContext: rec.dial, RetryDelay: 50 * time.Millisecond}), transport.SessionConfig{})
+	execOK(t, s, "x = 1")
+	p.cut()
+	execOK(t, s, "x = 2")
+	rec.mu.Lock()
+	m := credentialRE.FindSubmatch(rec.out.Bytes())
+	rec.mu.Unlock()
+	if m == nil {
+		t.Fatal("no resume credential was sent")
+	}
+	used := string(m[1])
+	forged := used[:len(used)-2] + map[bool]string{true: "AA", false: "AB"}[!strings.HasSuffix(used, "AA")]
+	for _, tc := range []struct {
+		name, cred string
+		status     int
+		body       string
+	}{
+		{"replayed", used, http.StatusUnauthorized, "used before"},
+		{"forged", forged, http.StatusUnauthorized, "not valid for this session"},
+		{"malformed", "cr1.nope", http.StatusUnauthorized, "not valid"},
+	} {
+		tok := wsproto.Sign(testSecret, wsproto.Token{Session: wsproto.NewSessionID(), Expires: time.Now().Add(time.Minute)})
+		h := http.Header{"Authorization": {"Bearer " + tok}, wsproto.ResumeHeader: {tc.cred}}
+		d := websocket.Dialer{Subprotocols: []string{wsproto.Subprotocol}}
+		ws, resp, err := d.Dial("ws://"+srv.addr+"/", h)
+		if err == nil {
+			ws.Close()
+			t.Fatalf("%s: the resume was accepted", tc.name)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.body) {
+			t.Errorf("%s: %d %q, want %d saying %q", tc.name, resp.StatusCode, body, tc.status, tc.body)
+		}
+	}
+	if got := execOK(t, s, "print(x)").Stdout; got != "2\n" {
+		t.Errorf("after the refused resumes the session printed %q", got)
+	}
+}
