@@ -13,7 +13,10 @@
 //     a wrong, expired or replayed token gets 401 and starts nothing;
 //   - the client must ask for the subprotocol wsproto.Subprotocol (400);
 //   - no session may have started in this process: a second connection
-//     gets 409, whatever the state of the first.
+//     gets 409, whatever the state of the first, unless it resumes the
+//     session: its wsproto.ResumeHeader credential must be good for the
+//     running session (401 if not, 409 if the session is another or has
+//     ended), and it then replaces the session's connection.
 //
 // With no secret the server refuses to start unless InsecureNoAuth is set.
 //
@@ -22,8 +25,10 @@
 // The first message is the session's files, which are written read-only
 // under Session.FilesDir, the directory put first on sys.path; then the
 // worker starts and sandboxserver.Serve runs the session over the
-// connection. [Serve] returns when the session ends, for whatever reason:
-// the host's shutdown, a lost connection or a limit. By then every process
+// connection, which the host may resume after a drop within the resume
+// window (Stream.ResumeWindow). [Serve] returns when the session ends, for
+// whatever reason: the host's shutdown, a connection lost and not resumed,
+// or a limit. By then every process
 // the session started has been killed, so the program can exit: one
 // process, one session.
 //

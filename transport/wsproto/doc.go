@@ -11,8 +11,21 @@
 // generated tools package) as a tar archive, sent even when empty
 // ([Stream.SendFiles], [Stream.ReadFiles], [EncodeFiles], [DecodeFiles]).
 // The server writes them where sys.path finds them and starts the worker;
-// from then on every message is a text message holding one or more whole
-// frame lines, and the server's first frame is ready, as on any stream.
+// from then on every message is a binary message of a [Resumable]: the
+// server's session message (the session id and a resume key), acks, and
+// numbered data messages holding whole frame lines. The server's first
+// frame is ready, as on any stream.
+//
+// # Resumes
+//
+// A connection lost without a close frame does not end the session: each
+// side keeps what the other has not acknowledged, the client dials again
+// with a resume credential in the [ResumeHeader] (a MAC by the session's
+// resume key over the session id and an attempt number, each attempt
+// number accepted once), the server attaches the new connection
+// ([Resumable.CheckResume], [Resumable.Attach]), and both resend what the
+// other lacks, so that every data message arrives exactly once. Past
+// [Options.ResumeWindow] the session fails with [ErrNotResumed].
 //
 // # Tokens
 //
@@ -29,14 +42,16 @@
 //
 // Every message is bounded ([Options.MaxMessageBytes]), the files message
 // by its own limits ([FileLimits]); a connection that receives nothing,
-// not even a pong, for [Options.IdleTimeout] ends; both sides ping every
-// [Options.PingInterval]. A breach closes the connection with a close
-// frame whose reason names the limit, which the peer's read returns as a
-// *websocket.CloseError.
+// not even a pong, for [Options.IdleTimeout] is given up as lost; both
+// sides ping every [Options.PingInterval]; what a side keeps
+// unacknowledged is bounded ([Options.MaxUnackedBytes]). A breach closes
+// the connection with a close frame whose reason names the limit, which
+// the peer's read returns as a *websocket.CloseError, and ends the
+// session.
 //
 // # Concurrency
 //
-// A [Stream] supports one reader and one writer at a time, which is what
-// wire.Conn does with it: one goroutine reads, and writes are serialised by
-// the Conn. Close and CloseWith may be called from any goroutine.
+// A [Resumable] supports one reader and one writer at a time, which is
+// what wire.Conn does with it: one goroutine reads, and writes are
+// serialised by the Conn. Close may be called from any goroutine.
 package wsproto
