@@ -249,7 +249,7 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 	}
 	stream := wsproto.NewStream(ws, b.cfg.Stream)
 	if err := stream.SendFiles(cfg.Files, b.cfg.Files); err != nil {
-		stream.Close()
+		_ = stream.Close()
 		release()
 		return nil, fmt.Errorf("remote: send the session's files to %s: %w", redact(target), err)
 	}

@@ -214,7 +214,7 @@ func (r *Resumable) readLink(l *Stream) {
 			return
 		}
 		if err := r.deliver(l, m); err != nil {
-			if err != errStale {
+			if !errors.Is(err, errStale) {
 				r.fail(err, websocket.CloseProtocolError, err.Error())
 			}
 			return
@@ -605,7 +605,7 @@ func (r *Resumable) failLocked(err error, code int, reason string) {
 	switch {
 	case code != 0:
 		l.CloseWith(code, reason)
-	case err == errClosed:
+	case errors.Is(err, errClosed):
 		_ = l.Close()
 	default:
 		l.abort()

@@ -126,12 +126,6 @@ func (k *link) cut(down bool) {
 	k.conns = nil
 }
 
-func (k *link) up() {
-	k.mu.Lock()
-	k.down = false
-	k.mu.Unlock()
-}
-
 func readLine(t *testing.T, r *bufio.Reader) string {
 	t.Helper()
 	type res struct {
