@@ -4,8 +4,11 @@ package sandboxserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/adk-codemode/codemode/internal/tailbuf"
@@ -28,12 +31,68 @@ const stopWait = 3 * time.Second
 // [Process.Wait]. If the session does not start, the error ends with the
 // last lines the supervisor wrote to its standard error.
 func Launch(ctx context.Context, starter Starter, cfg Config, scfg transport.SessionConfig) (*wire.Client, error) {
+	l, err := launchSupervisor(ctx, starter, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	client, err := attach(ctx, l.host, cfg, scfg, wire.ClientOptions{OnClose: l.stop})
+	if err != nil {
+		return nil, l.explain(err)
+	}
+	return client, nil
+}
+
+// ServeLaunched serves a session over conn as [Serve] does, but with the
+// worker under a supervisor that starter starts (in a jail, for example),
+// as a local backend has it: the server runs in this process and talks to
+// the worker directly. It returns when the session ends, once the
+// supervisor's process is gone. A sandbox server uses it to give a remote
+// session the protections of a local one.
+func ServeLaunched(ctx context.Context, conn *wire.Conn, starter Starter, cfg Config) error {
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	l, err := launchSupervisor(ctx, starter, &cfg)
+	if err != nil {
+		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
+		return err
+	}
+	c, err := newSupConn(l.host, supOps)
+	if err != nil {
+		return errors.Join(l.explain(err), l.stop())
+	}
+	p := newRemoteProcs(c)
+	p.maxFiles = cfg.MaxFiles
+	served := make(chan error, 1)
+	go func() {
+		err := serve(ctx, conn, &cfg, p, nil)
+		p.close()
+		served <- err
+	}()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		err = p.waitServed(served)
+	}
+	return errors.Join(l.explain(err), l.stop())
+}
+
+// launched is a supervisor's process as the launch recipe started it.
+type launched struct {
+	host   *os.File // the host's end of the supervisor's socket
+	stderr *tailbuf.Buffer
+	stop   func() error // waits for the process (killing it after stopWait) and releases it
+}
+
+// launchSupervisor probes cfg.Python, applies the probe to cfg, and starts
+// the supervisor's process with starter.
+func launchSupervisor(ctx context.Context, starter Starter, cfg *Config) (*launched, error) {
 	probe, err := ProbeInterpreter(ctx, cfg.Python)
 	if err != nil {
 		return nil, err
 	}
-	probe.Apply(&cfg)
-	args, err := supervisorArgs(cfg)
+	probe.Apply(cfg)
+	args, err := supervisorArgs(*cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -50,21 +109,30 @@ func Launch(ctx context.Context, starter Starter, cfg Config, scfg transport.Ses
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- proc.Wait() }()
+	var once sync.Once
+	var stopErr error
 	stop := func() error {
-		select {
-		case err := <-exited:
-			return err
-		case <-time.After(stopWait):
-			_ = proc.Kill() // it may have exited meanwhile
-			return <-exited
-		}
+		once.Do(func() {
+			select {
+			case stopErr = <-exited:
+			case <-time.After(stopWait):
+				_ = proc.Kill() // it may have exited meanwhile
+				stopErr = <-exited
+			}
+		})
+		return stopErr
 	}
-	client, err := attach(ctx, hostEnd, cfg, scfg, wire.ClientOptions{OnClose: stop})
-	if err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			err = fmt.Errorf("%w\n%s", err, msg)
-		}
-		return nil, err
+	return &launched{host: hostEnd, stderr: stderr, stop: stop}, nil
+}
+
+// explain adds to a failed session's error the last lines the supervisor
+// wrote to its standard error.
+func (l *launched) explain(err error) error {
+	if err == nil {
+		return nil
 	}
-	return client, nil
+	if msg := strings.TrimSpace(l.stderr.String()); msg != "" {
+		return fmt.Errorf("%w\n%s", err, msg)
+	}
+	return err
 }

@@ -28,3 +28,8 @@ func RunSupervisor(argv []string) int {
 func Launch(ctx context.Context, starter Starter, cfg Config, scfg transport.SessionConfig) (*wire.Client, error) {
 	return nil, errNotLinux
 }
+
+// ServeLaunched fails: local sessions need Linux.
+func ServeLaunched(ctx context.Context, conn *wire.Conn, starter Starter, cfg Config) error {
+	return errNotLinux
+}

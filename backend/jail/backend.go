@@ -64,17 +64,33 @@ func (s *Session) Usage() Usage { return s.cmd.Usage() }
 // Open starts a jail running the supervisor and waits until its Python
 // worker is ready.
 func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (transport.Session, error) {
+	st, server, err := b.Launcher(scfg.Files)
+	if err != nil {
+		return nil, err
+	}
+	client, err := sandboxserver.Launch(ctx, st, server, scfg)
+	if err != nil {
+		return nil, fmt.Errorf("jail: %w", err)
+	}
+	return &Session{Client: client, cmd: st.Jail()}, nil
+}
+
+// Launcher returns what starts a session's supervisor in a fresh jail
+// whose files are the backend's and files, and the supervisor's config:
+// what Open passes to sandboxserver.Launch. A sandbox server passes them to
+// sandboxserver.ServeLaunched to jail the worker of a remote session.
+func (b *Backend) Launcher(files map[string][]byte) (*Starter, sandboxserver.Config, error) {
 	cfg := b.Config
-	if len(scfg.Files) > 0 {
+	if len(files) > 0 {
 		cfg.Files = maps.Clone(cfg.Files)
 		if cfg.Files == nil {
-			cfg.Files = make(map[string][]byte, len(scfg.Files))
+			cfg.Files = make(map[string][]byte, len(files))
 		}
-		maps.Copy(cfg.Files, scfg.Files)
+		maps.Copy(cfg.Files, files)
 	}
 	python, err := cfg.Interpreter()
 	if err != nil {
-		return nil, err
+		return nil, sandboxserver.Config{}, err
 	}
 	cfg.Python = python
 	d := cfg.withDefaults()
@@ -89,29 +105,37 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		Env:             []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		MaxOutputBytes:  b.MaxOutputBytes,
 	}
-	var cmd *Cmd
-	start := sandboxserver.StarterFunc(func(_ context.Context, c sandboxserver.Command) (sandboxserver.Process, error) {
-		// The jail outlives ctx, which only bounds the start.
-		var err error
-		cmd, err = Start(context.Background(), cfg, Spec{
-			Args:       c.Args,
-			Self:       true,
-			inProcess:  sandboxserver.SupervisorStage,
-			Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
-			Stderr:     c.Stderr,
-			ExtraFiles: []*os.File{c.Socket},
-		})
-		if err != nil {
-			return nil, err
-		}
-		return jailProcess{cmd}, nil
-	})
-	client, err := sandboxserver.Launch(ctx, start, server, scfg)
-	if err != nil {
-		return nil, fmt.Errorf("jail: %w", err)
-	}
-	return &Session{Client: client, cmd: cmd}, nil
+	return &Starter{config: cfg}, server, nil
 }
+
+// Starter starts a supervisor in a fresh jail: a [sandboxserver.Starter].
+// It starts one jail; see [Backend.Launcher].
+type Starter struct {
+	config Config
+	cmd    *Cmd
+}
+
+var _ sandboxserver.Starter = (*Starter)(nil)
+
+// Start starts the jail. It outlives ctx, which only bounds the start.
+func (s *Starter) Start(_ context.Context, c sandboxserver.Command) (sandboxserver.Process, error) {
+	cmd, err := Start(context.Background(), s.config, Spec{
+		Args:       c.Args,
+		Self:       true,
+		inProcess:  sandboxserver.SupervisorStage,
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
+		Stderr:     c.Stderr,
+		ExtraFiles: []*os.File{c.Socket},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.cmd = cmd
+	return jailProcess{cmd}, nil
+}
+
+// Jail is the jail that Start started, nil before.
+func (s *Starter) Jail() *Cmd { return s.cmd }
 
 // jailProcess is a jail as the launch recipe sees it.
 type jailProcess struct{ cmd *Cmd }

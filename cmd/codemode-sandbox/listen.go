@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/sandboxserver/wsserve"
 )
@@ -29,6 +30,7 @@ type listenFlags struct {
 	idleTimeout      time.Duration
 	resumeWindow     time.Duration
 	tokenLifetime    time.Duration
+	jail             bool
 }
 
 func (l *listenFlags) register(fs *flag.FlagSet) {
@@ -41,6 +43,8 @@ func (l *listenFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.idleTimeout, "idle-timeout", 0, "with --listen: give up a connection that receives nothing, not even a pong, for this `long` (default 60s)")
 	fs.DurationVar(&l.resumeWindow, "resume-window", 0, "with --listen: keep the session this `long` after its connection is lost, for the host to resume it; negative: end it at once (default 30s)")
 	fs.DurationVar(&l.tokenLifetime, "max-token-lifetime", 0, "with --listen: the furthest ahead a token's expiry may lie (default 5m)")
+	fs.BoolVar(&l.jail, "jail", false, "with --listen: run the session's worker in the namespace jail, where the host or container allows user namespaces; "+
+		"the server then logs what the jail enforces. Without it, the container is the boundary")
 }
 
 // serve runs the WebSocket server until its one session ends.
@@ -88,6 +92,13 @@ func (l *listenFlags) serve(ctx context.Context, cfg sandboxserver.Config, stder
 	wcfg.Stream.IdleTimeout = l.idleTimeout
 	wcfg.Stream.ResumeWindow = l.resumeWindow
 	wcfg.Files.MaxBytes = l.maxFiles
+	if l.jail {
+		launcher, err := jailLauncher(ctx, cfg, wcfg.Logger)
+		if err != nil {
+			return fail(err)
+		}
+		wcfg.Launcher = launcher
+	}
 	if len(wcfg.Secret) == 0 && !wcfg.InsecureNoAuth {
 		return fail(fmt.Errorf("no secret: set %s to a random secret (for example `openssl rand -hex 32`), "+
 			"or pass --insecure-no-auth to let anyone who reaches the port run code", secretEnv))
@@ -115,4 +126,27 @@ func removeAll(dir string) {
 		return nil
 	})
 	_ = os.RemoveAll(dir)
+}
+
+// jailLauncher checks that this host can build the namespace jail and
+// returns the wsserve launcher that runs each session's worker in one; it
+// logs what each jail enforces, as the jail reports it.
+func jailLauncher(ctx context.Context, cfg sandboxserver.Config, logger *slog.Logger) (func(map[string][]byte) (sandboxserver.Starter, sandboxserver.Config, error), error) {
+	b := &jail.Backend{Config: jail.Config{Python: cfg.Python}, MaxOutputBytes: cfg.MaxOutputBytes}
+	if _, err := jail.Check(ctx, b.Config); err != nil {
+		return nil, fmt.Errorf("--jail: the namespace jail cannot run here: %w (run without --jail, and the container is the boundary)", err)
+	}
+	return func(files map[string][]byte) (sandboxserver.Starter, sandboxserver.Config, error) {
+		st, scfg, err := b.Launcher(files)
+		if err != nil {
+			return nil, scfg, err
+		}
+		return sandboxserver.StarterFunc(func(ctx context.Context, c sandboxserver.Command) (sandboxserver.Process, error) {
+			p, err := st.Start(ctx, c)
+			if err == nil {
+				logger.Info("the session's worker runs in a namespace jail", "enforced", st.Jail().Enforced().String())
+			}
+			return p, err
+		}), scfg, nil
+	}, nil
 }

@@ -39,6 +39,14 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// Logger receives what the server does. Nil means slog.Default().
 	Logger *slog.Logger
+	// Launcher, if set, runs the session's worker under a supervisor in a
+	// process of its own, as a local backend does (for example in the
+	// namespace jail: see backend/jail's Backend.Launcher): given the
+	// session's files, it returns what starts that process and the
+	// supervisor's config, which then takes the place of Session, and
+	// the files go to it rather than to Session.FilesDir. Nil runs the
+	// worker as a child of this process.
+	Launcher func(files map[string][]byte) (sandboxserver.Starter, sandboxserver.Config, error)
 }
 
 // Validate reports what is wrong with c, if anything. [Serve] calls it;

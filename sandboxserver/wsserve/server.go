@@ -166,7 +166,18 @@ func (s *server) run(ws *websocket.Conn, deadline time.Time) error {
 		waitDone(stream.Done())
 		return fmt.Errorf("wsserve: the session's files: %w", err)
 	}
-	if err := writeFiles(s.cfg.Session.FilesDir, files); err != nil {
+	serve := func(ctx context.Context, conn *wire.Conn) error { return sandboxserver.Serve(ctx, conn, s.cfg.Session) }
+	if s.cfg.Launcher != nil {
+		starter, scfg, err := s.cfg.Launcher(files)
+		if err != nil {
+			stream.CloseWith(websocket.CloseInternalServerErr, "the sandbox could not prepare the session's worker")
+			waitDone(stream.Done())
+			return fmt.Errorf("wsserve: prepare the session's worker: %w", err)
+		}
+		serve = func(ctx context.Context, conn *wire.Conn) error {
+			return sandboxserver.ServeLaunched(ctx, conn, starter, scfg)
+		}
+	} else if err := writeFiles(s.cfg.Session.FilesDir, files); err != nil {
 		stream.CloseWith(websocket.CloseInternalServerErr, "the sandbox could not write the session's files")
 		waitDone(stream.Done())
 		return err
@@ -178,7 +189,7 @@ func (s *server) run(ws *websocket.Conn, deadline time.Time) error {
 		conn.Close()
 		waitDone(sess.Done())
 	}()
-	err = sandboxserver.Serve(s.ctx, conn, s.cfg.Session)
+	err = serve(s.ctx, conn)
 	var le *wsproto.LimitError
 	if err == nil || errors.As(err, &le) {
 		return err
