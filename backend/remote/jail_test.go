@@ -1,28 +1,27 @@
 package remote_test
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/backend/remote"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
-// needJail skips where this host cannot build the namespace jail.
+// needJail skips where this host cannot build the namespace jail, which a
+// server started with --jail checks and says before it listens.
 func needJail(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := jail.Check(ctx, jail.Config{}); errors.Is(err, jail.ErrUnsupported) {
-		t.Skipf("the jail is unavailable here: %v", err)
-	} else if err != nil {
+	s, err := launch(tempDir(t), nil, "--jail")
+	if err != nil {
+		if strings.Contains(err.Error(), "cannot run here") {
+			t.Skipf("the jail is unavailable here: %v", err)
+		}
 		t.Fatal(err)
 	}
+	s.stop()
 }
 
 // TestSharedSuiteJailed: with --jail the server runs each session's worker
