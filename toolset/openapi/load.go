@@ -1,0 +1,194 @@
+package openapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pb33f/libopenapi"
+	"github.com/pb33f/libopenapi/datamodel"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+)
+
+// DefaultMaxDocumentBytes bounds a document read from a file or a URL, and
+// each file or URL it refers to.
+const DefaultMaxDocumentBytes = 64 << 20
+
+// source is where the document came from, for resolving what it refers to.
+type source struct {
+	data    []byte
+	base    *url.URL // the document's URL, for relative server URLs; nil if not loaded from one
+	libcfg  *datamodel.DocumentConfiguration
+	display string
+}
+
+// readSource reads the document named by cfg.
+func readSource(ctx context.Context, cfg *Config) (*source, error) {
+	n := 0
+	for _, set := range []bool{cfg.Spec != nil, cfg.File != "", cfg.URL != ""} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, errors.New("openapi: set exactly one of Config.Spec, Config.File and Config.URL")
+	}
+	limit := cfg.MaxDocumentBytes
+	if limit <= 0 {
+		limit = DefaultMaxDocumentBytes
+	}
+	lib := &datamodel.DocumentConfiguration{
+		SkipCircularReferenceCheck: true, // cycles are kept, as $refs in $defs
+		SkipMetadataCollection:     true,
+		Logger:                     slog.New(slog.DiscardHandler),
+	}
+	src := &source{libcfg: lib}
+	switch {
+	case cfg.Spec != nil:
+		src.data, src.display = cfg.Spec, "the document"
+		if cfg.BasePath != "" {
+			lib.BasePath = cfg.BasePath
+			lib.AllowFileReferences = true
+		}
+	case cfg.File != "":
+		abs, err := filepath.Abs(cfg.File)
+		if err != nil {
+			return nil, fmt.Errorf("openapi: %w", err)
+		}
+		data, err := readFileLimited(abs, limit)
+		if err != nil {
+			return nil, err
+		}
+		src.data, src.display = data, abs
+		lib.BasePath = filepath.Dir(abs)
+		lib.SpecFilePath = filepath.Base(abs)
+		lib.AllowFileReferences = true
+	default:
+		u, err := url.Parse(cfg.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("openapi: Config.URL %q is not an http or https URL", cfg.URL)
+		}
+		get := func(raw string) (*http.Response, error) { return fetch(ctx, cfg.client(), raw, limit) }
+		resp, err := get(u.String())
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("openapi: reading %s: %w", u.Redacted(), err)
+		}
+		src.data, src.display, src.base = data, u.Redacted(), u
+		dir := *u
+		dir.Path = dir.Path[:strings.LastIndex(dir.Path, "/")+1]
+		dir.RawQuery, dir.Fragment = "", ""
+		lib.BaseURL = &dir
+		lib.AllowRemoteReferences = true
+		lib.RemoteURLHandler = get
+	}
+	return src, nil
+}
+
+func readFileLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("openapi: reading %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("openapi: %s is larger than %d bytes; raise Config.MaxDocumentBytes", path, limit)
+	}
+	return data, nil
+}
+
+// fetch GETs raw with a body bounded to limit bytes, failing on a status
+// outside 2xx.
+func fetch(ctx context.Context, c *http.Client, raw string, limit int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	req.Header.Set("Accept", "application/json, application/yaml, text/yaml, */*")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: fetching the document: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		resp.Body.Close()
+		return nil, fmt.Errorf("openapi: fetching %s: %s", req.URL.Redacted(), resp.Status)
+	}
+	resp.Body = &limitedBody{r: resp.Body, left: limit, what: req.URL.Redacted()}
+	return resp, nil
+}
+
+// limitedBody fails a read past its limit instead of cutting silently.
+type limitedBody struct {
+	r    io.ReadCloser
+	left int64
+	what string
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, _ := b.r.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("openapi: %s is larger than the limit; raise Config.MaxDocumentBytes", b.what)
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.r.Close() }
+
+// parse builds the OpenAPI 3.x model of the document.
+func parse(src *source) (model *v3.Document, is30 bool, err error) {
+	// The library is large and parses hostile input; a panic in it is
+	// reported as a bad document rather than taking the host down.
+	defer func() {
+		if r := recover(); r != nil {
+			model, is30, err = nil, false, docErrorf("", "the document could not be parsed (%v)", r)
+		}
+	}()
+	doc, err := libopenapi.NewDocumentWithConfiguration(src.data, src.libcfg)
+	if err != nil {
+		return nil, false, docErrorf("", "%s is not a readable OpenAPI document: %v", src.display, err)
+	}
+	info := doc.GetSpecInfo()
+	switch {
+	case info == nil:
+		return nil, false, docErrorf("", "%s is not a readable OpenAPI document", src.display)
+	case info.SpecFormat == datamodel.OAS2 || info.SpecType == "swagger":
+		return nil, false, docErrorf("/swagger", "Swagger 2.0 is not supported; convert the document to OpenAPI 3.0 or 3.1 first")
+	case !strings.HasPrefix(info.Version, "3.0") && !strings.HasPrefix(info.Version, "3.1"):
+		return nil, false, docErrorf("/openapi", "OpenAPI version %q is not supported; this package reads OpenAPI 3.0 and 3.1", info.Version)
+	}
+	m, err := doc.BuildV3Model()
+	if m == nil {
+		if err == nil {
+			err = errors.New("no model was built")
+		}
+		return nil, false, docErrorf("", "%s is not a valid OpenAPI 3 document: %v", src.display, err)
+	}
+	if err != nil {
+		// Circular references are expected and kept; anything else is not.
+		return nil, false, docErrorf("", "%s: %v", src.display, err)
+	}
+	return &m.Model, strings.HasPrefix(info.Version, "3.0"), nil
+}
