@@ -11,8 +11,8 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/genai"
 
-	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 	"github.com/pb33f/libopenapi/datamodel/high/base"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 )
 
 // builder turns a document's operations into tools.

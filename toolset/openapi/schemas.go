@@ -32,7 +32,7 @@ type def struct {
 
 // converter turns schema nodes into JSON values for one document.
 type converter struct {
-	is30  bool // OpenAPI 3.0: siblings of $ref are ignored
+	is30  bool            // OpenAPI 3.0: siblings of $ref are ignored
 	defs  map[string]*def // by reference
 	named map[string]*def // by name
 	names map[string]bool
