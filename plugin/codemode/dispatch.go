@@ -252,9 +252,40 @@ func unsupportedActions(tc *callContext) []string {
 }
 
 // errorResult turns err into the failure the sandbox raises: its type is
-// the most specific named Go error type in err's chain, else ToolError.
+// the most specific named Go error type in err's chain, else ToolError;
+// an error that reports an HTTP status is raised as HTTPStatusError.
 func errorResult(toolName string, err error) transport.ToolResult {
+	if info := statusError(toolName, err); info != nil {
+		return transport.ToolResult{Err: info}
+	}
 	return transport.ToolResult{Err: &transport.ToolError{Type: errorType(err), Message: sandboxText(toolName, err)}}
+}
+
+// StatusCoder is implemented by tool errors that carry an HTTP status. Such
+// an error, anywhere in the chain of a tool's error, is raised in Python as
+// HTTPStatusError with its status_code, and with its body when the error
+// also has a method ResponseBody() any.
+type StatusCoder interface {
+	StatusCode() int
+}
+
+// statusError describes err as an HTTPStatusError, or returns nil if no
+// error in its chain reports a status.
+func statusError(toolName string, err error) *transport.ToolError {
+	var sc StatusCoder
+	if !errors.As(err, &sc) {
+		return nil
+	}
+	code := sc.StatusCode()
+	if code < 100 || code > 999 {
+		return nil
+	}
+	info := &transport.ToolError{Type: "HTTPStatusError", Message: sandboxText(toolName, err), StatusCode: code}
+	var rb interface{ ResponseBody() any }
+	if errors.As(err, &rb) {
+		info.Body = jsonSafe(rb.ResponseBody())
+	}
+	return info
 }
 
 // errorType names err for Python: the type name of the first error in its
