@@ -10,7 +10,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	yaml "github.com/pb33f/go-yaml"
+	"github.com/pb33f/libopenapi/index"
 
 	"github.com/pb33f/libopenapi"
 	"github.com/pb33f/libopenapi/datamodel"
@@ -187,8 +191,109 @@ func parse(src *source) (model *v3.Document, is30 bool, err error) {
 		return nil, false, docErrorf("", "%s is not a valid OpenAPI 3 document: %v", src.display, err)
 	}
 	if err != nil {
-		// Circular references are expected and kept; anything else is not.
-		return nil, false, docErrorf("", "%s: %v", src.display, err)
+		return nil, false, locate(err, info.RootNode, src.display, src.libcfg.AllowFileReferences || src.libcfg.AllowRemoteReferences)
 	}
 	return &m.Model, strings.HasPrefix(info.Version, "3.0"), nil
+}
+
+// locate turns the library's errors into a DocumentError at the JSON
+// pointer of the first one's node, saying how many more there are.
+func locate(err error, root *yaml.Node, display string, files bool) *DocumentError {
+	errs := flatten(err)
+	first := errs[0]
+	de := &DocumentError{Problem: first.Error()}
+	var ie *index.IndexingError
+	var re *index.ResolvingError
+	var node *yaml.Node
+	switch {
+	case errors.As(first, &ie):
+		node = ie.Node
+	case errors.As(first, &re):
+		node = re.Node
+	}
+	if node != nil {
+		if p, ok := nodePointer(root, node); ok {
+			de.Pointer = p
+			if ref, isRef := refOf(node); isRef && node.Kind == yaml.MappingNode {
+				de.Pointer += "/$ref"
+				de.Problem = unresolved(ref, files)
+			}
+		} else {
+			de.Problem = fmt.Sprintf("%s (line %d, column %d)", de.Problem, node.Line, node.Column)
+		}
+	}
+	if len(errs) > 1 {
+		de.Problem += fmt.Sprintf(" (and %d more problems in %s)", len(errs)-1, display)
+	}
+	return de
+}
+
+func flatten(err error) []error {
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range u.Unwrap() {
+			if e != nil {
+				out = append(out, flatten(e)...)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return []error{err}
+}
+
+// nodePointer finds target under root and returns its JSON pointer.
+func nodePointer(root, target *yaml.Node) (string, bool) {
+	var segs []string
+	seen := map[*yaml.Node]bool{}
+	var walk func(n *yaml.Node) bool
+	walk = func(n *yaml.Node) bool {
+		if n == nil || seen[n] {
+			return false
+		}
+		seen[n] = true
+		if n == target {
+			return true
+		}
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				if walk(c) {
+					return true
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				segs = append(segs, n.Content[i].Value)
+				if n.Content[i] == target || walk(n.Content[i+1]) {
+					return true
+				}
+				segs = segs[:len(segs)-1]
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				segs = append(segs, strconv.Itoa(i))
+				if walk(c) {
+					return true
+				}
+				segs = segs[:len(segs)-1]
+			}
+		}
+		return false
+	}
+	if !walk(root) {
+		return "", false
+	}
+	return pointer(segs...), true
+}
+
+// unresolved says that ref leads nowhere, and what to do if it names a
+// file the document was not allowed to read.
+func unresolved(ref string, files bool) string {
+	msg := fmt.Sprintf("$ref %q does not resolve to anything in the document or its relative files", ref)
+	if !strings.HasPrefix(ref, "#") && !files {
+		msg += "; to follow references to other files, load the document with Config.File or set Config.BasePath"
+	}
+	return msg
 }

@@ -174,7 +174,7 @@ func (c *converter) resolve(ref string, idx *index.SpecIndex, ptr string) (*def,
 	}
 	r, ridx := idx.SearchIndexForReference(ref)
 	if r == nil || r.Node == nil {
-		return nil, docErrorf(ptr, "$ref %q does not resolve to anything in the document or its relative files", ref)
+		return nil, &DocumentError{Pointer: ptr, Problem: unresolved(ref, true)}
 	}
 	if ridx == nil {
 		ridx = idx

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -73,6 +74,10 @@ func (t *opTool) ProcessRequest(_ agent.ToolContext, req *model.LLMRequest) erro
 // response: a JSON object as it is, any other body under "result". A
 // status outside 2xx is a *StatusError.
 func (t *opTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
+	return t.call(ctx, args)
+}
+
+func (t *opTool) call(ctx context.Context, args any) (map[string]any, error) {
 	a, err := argsMap(args)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", t.name, err)
@@ -136,7 +141,7 @@ func argsMap(args any) (map[string]any, error) {
 }
 
 // request builds the HTTP request for args.
-func (t *opTool) request(ctx agent.ToolContext, args map[string]any) (*http.Request, error) {
+func (t *opTool) request(ctx context.Context, args map[string]any) (*http.Request, error) {
 	var err error
 	path := t.path
 	var query, cookies []string

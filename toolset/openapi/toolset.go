@@ -124,6 +124,7 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 	if err := b.build(); err != nil {
 		return nil, err
 	}
+	b.report.Renamed = b.names.renamed
 	name := cfg.Name
 	if name == "" && doc.Info != nil {
 		name = sanitise(doc.Info.Title)
