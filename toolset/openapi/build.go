@@ -281,16 +281,17 @@ func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation)
 	desc := description(info, op)
 	return &opTool{
 		name: name, desc: desc,
-		decl:    &genai.FunctionDeclaration{Name: name, Description: desc, ParametersJsonSchema: root},
-		method:  info.Method,
-		path:    info.Path,
-		server:  server,
-		params:  params,
-		body:    bd,
-		sec:     sec,
-		auth:    b.auth,
-		client:  b.cfg.client(),
-		maxBody: b.maxResponse(),
+		decl:     &genai.FunctionDeclaration{Name: name, Description: desc, ParametersJsonSchema: root},
+		method:   info.Method,
+		path:     info.Path,
+		server:   server,
+		params:   params,
+		required: required,
+		body:     bd,
+		sec:      sec,
+		auth:     b.auth,
+		client:   b.cfg.client(),
+		maxBody:  b.maxResponse(),
 	}, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -32,17 +34,18 @@ type def struct {
 
 // converter turns schema nodes into JSON values for one document.
 type converter struct {
-	is30  bool            // OpenAPI 3.0: siblings of $ref are ignored
-	defs  map[string]*def // by reference
-	named map[string]*def // by name
+	is30  bool             // OpenAPI 3.0: siblings of $ref are ignored
+	root  *index.SpecIndex // the root document's index
+	defs  map[string]*def  // by reference
+	named map[string]*def  // by name
 	names map[string]bool
 	// values caches converted data nodes (not schemas), so that YAML
 	// aliases are converted once.
 	values map[*yaml.Node]any
 }
 
-func newConverter(is30 bool) *converter {
-	return &converter{is30: is30, defs: map[string]*def{}, named: map[string]*def{}, names: map[string]bool{}, values: map[*yaml.Node]any{}}
+func newConverter(is30 bool, root *index.SpecIndex) *converter {
+	return &converter{is30: is30, root: root, defs: map[string]*def{}, named: map[string]*def{}, names: map[string]bool{}, values: map[*yaml.Node]any{}}
 }
 
 // dataKeywords hold instance data, never schemas, so a "$ref" inside them
@@ -172,7 +175,7 @@ func (c *converter) resolve(ref string, idx *index.SpecIndex, ptr string) (*def,
 	if idx == nil {
 		return nil, docErrorf(ptr, "$ref %q cannot be resolved: the document has no index", ref)
 	}
-	r, ridx := idx.SearchIndexForReference(ref)
+	r, ridx := c.search(ref, idx)
 	if r == nil || r.Node == nil {
 		return nil, &DocumentError{Pointer: ptr, Problem: unresolved(ref, true)}
 	}
@@ -374,4 +377,45 @@ func compactJSON(v any) string {
 		return ""
 	}
 	return string(b)
+}
+
+// search looks ref up from the index of the file it occurs in, then, made
+// absolute against that file's location, from the root index too (the
+// library finds a relative reference of a fetched file only that way).
+func (c *converter) search(ref string, idx *index.SpecIndex) (*index.Reference, *index.SpecIndex) {
+	if r, ridx := idx.SearchIndexForReference(ref); r != nil {
+		return r, ridx
+	}
+	abs := absolute(ref, idx.GetSpecAbsolutePath())
+	if abs == ref {
+		return nil, nil
+	}
+	for _, x := range []*index.SpecIndex{idx, c.root} {
+		if x == nil {
+			continue
+		}
+		if r, ridx := x.SearchIndexForReference(abs); r != nil {
+			return r, ridx
+		}
+	}
+	return nil, nil
+}
+
+// absolute resolves the file part of ref against base, a URL or a path.
+func absolute(ref, base string) string {
+	file, frag, _ := strings.Cut(ref, "#")
+	if file == "" || base == "" {
+		return ref
+	}
+	if bu, err := url.Parse(base); err == nil && (bu.Scheme == "http" || bu.Scheme == "https") {
+		fu, err := url.Parse(file)
+		if err != nil {
+			return ref
+		}
+		return bu.ResolveReference(fu).String() + "#" + frag
+	}
+	if filepath.IsAbs(file) {
+		return ref
+	}
+	return filepath.Join(filepath.Dir(base), file) + "#" + frag
 }

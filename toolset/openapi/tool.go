@@ -30,6 +30,7 @@ type opTool struct {
 	path       string   // template
 	server     *url.URL // base URL
 	params     []param
+	required   []string // tool parameters that must be given
 	body       *body
 	sec        []requirement
 	auth       *authenticator
@@ -142,6 +143,11 @@ func argsMap(args any) (map[string]any, error) {
 
 // request builds the HTTP request for args.
 func (t *opTool) request(ctx context.Context, args map[string]any) (*http.Request, error) {
+	for _, r := range t.required {
+		if v, ok := args[r]; !ok || v == nil {
+			return nil, fmt.Errorf("the required parameter %q is missing", r)
+		}
+	}
 	var err error
 	path := t.path
 	var query, cookies []string

@@ -120,7 +120,7 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{cfg: &cfg, src: src, doc: doc, conv: newConverter(is30), auth: newAuthenticator(&cfg)}
+	b := &builder{cfg: &cfg, src: src, doc: doc, conv: newConverter(is30, doc.Index), auth: newAuthenticator(&cfg)}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
