@@ -3,6 +3,7 @@ package openapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -141,6 +142,17 @@ func (s *Toolset) Name() string { return s.name }
 // Tools returns one tool per selected operation, in document order.
 func (s *Toolset) Tools(agent.ReadonlyContext) ([]tool.Tool, error) {
 	return slices.Clone(s.tools), nil
+}
+
+// Call runs the tool called name with args outside any agent, as the
+// tool's Run does: for scripts and tests that call an API directly.
+func (s *Toolset) Call(ctx context.Context, name string, args map[string]any) (map[string]any, error) {
+	for _, t := range s.tools {
+		if t.Name() == name {
+			return t.(*opTool).call(ctx, args)
+		}
+	}
+	return nil, fmt.Errorf("openapi: toolset %s has no tool %q", s.name, name)
 }
 
 // Report says which tools were renamed and what the toolset does not

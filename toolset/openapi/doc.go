@@ -1,0 +1,69 @@
+// Package openapi is an ADK tool.Toolset built from an OpenAPI 3.0 or 3.1
+// document: one tool per operation, whose calls the host sends as HTTP
+// requests with credentials the model and the sandbox never see.
+//
+//	ts, err := openapi.New(ctx, openapi.Config{
+//		File: "github.yaml",
+//		Auth: map[string]openapi.Credential{"bearer": {Token: os.Getenv("GITHUB_TOKEN")}},
+//	})
+//	if err != nil { ... }
+//	p, err := codemode.New(codemode.Config{Toolsets: []tool.Toolset{ts}})
+//
+// The document comes from bytes (Config.Spec), a file (Config.File) or a
+// URL the host fetches (Config.URL), as JSON or YAML. It is parsed with
+// github.com/pb33f/libopenapi, which reads 3.0 and 3.1 alike and resolves
+// references within the document, into relative files and, for a document
+// fetched from a URL, into relative URLs.
+//
+// # Tools
+//
+// Each operation the filters keep (Config.Tags, OperationIDs,
+// PathPrefixes, Include) becomes a tool, in document order. Its name is the
+// operationId in snake_case ("repos/get" becomes repos_get, "listPets"
+// list_pets), or the method and path when there is none ("get_pets_pet_id"),
+// at most 64 characters. Names that collide get a suffix (_2, _3) in
+// document order, so the same document always gives the same names;
+// [Toolset.Report] lists every rename. The description is the summary and
+// the description; a deprecated operation's starts with "Deprecated.".
+//
+// The tool's parameters are the operation's path, query, header and cookie
+// parameters under their own names (a second parameter of the same name
+// in another location is prefixed with it, as query_id), then the request
+// body: the properties of a plain JSON, form or multipart object body
+// become parameters of their own; any other body is one parameter, body.
+// Header parameters named Accept, Content-Type or Authorization are ignored
+// as the specification says, and so are parameters that carry an API key
+// of the operation's security. Schemas are copied from the document without
+// loss; every $ref becomes a reference into the tool schema's own $defs,
+// and a cycle stays a cycle, which Code Mode's renderer bounds.
+//
+// # Calls
+//
+// A call serialises each parameter by its style and explode (simple,
+// label and matrix in paths; form, spaceDelimited, pipeDelimited and
+// deepObject in queries; simple in headers; form in cookies), encodes the
+// body as JSON, form or multipart as declared, applies the credentials of
+// the first security alternative Config.Auth satisfies, and sends the
+// request with Config.HTTPClient to Config.BaseURL or the operation's
+// server (its variables from Config.ServerVariables or their defaults).
+//
+// A response of at most Config.MaxResponseBytes is decoded: JSON by its
+// media type, else text when it is UTF-8 text, else bytes. A JSON object is
+// the tool's result as it is; anything else comes under "result". A status
+// outside 2xx is a [*StatusError] with the status and the decoded body,
+// which Code Mode raises in Python as HTTPStatusError.
+//
+// Values from the sandbox are hostile: path values are percent-encoded and
+// may not form "." or ".." segments, header values may not hold line
+// breaks, and required parameters are checked before anything is sent.
+//
+// # Errors
+//
+// A document that cannot be used gives a [*DocumentError] naming the JSON
+// pointer of the problem ("/paths/~1pets/get/parameters/0/in"). With
+// Config.SkipInvalid a bad operation is left out and reported instead.
+// Webhooks, callbacks and links have no tools; [Toolset.Report] lists each
+// as not supported.
+//
+// A Toolset and its tools are safe for concurrent use.
+package openapi
