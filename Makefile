@@ -47,6 +47,7 @@ bench:
 	$(GO) test -run '^$$' -bench RenderCatalog1000 -benchtime 20x -benchmem ./render/
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime 3000x -count 3 ./backend/remote
 	$(GO) test -run '^$$' -bench 'SessionStart' -benchtime 30x -count 2 ./backend/remote
+	$(GO) test -run '^$$' -bench GitHub -benchtime 10x -benchmem ./toolset/openapi/
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
@@ -57,6 +58,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSupMsg$$' -fuzztime $(FUZZTIME) ./sandboxserver
 	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime $(FUZZTIME) ./transport/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFiles$$' -fuzztime $(FUZZTIME) ./transport/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
 
 ## golden: rewrite golden files after an intended change (review the diff!)
 golden:

@@ -16,6 +16,7 @@ var layers = map[string]int{
 	"cmd/codemode-demo":           0,
 	"cmd/codemode-sandbox":        0,
 	"callbacks":                   1,
+	"toolset/openapi":             1,
 	"plugin/codemode":             2,
 	"render":                      3,
 	"conformance":                 3,

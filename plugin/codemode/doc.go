@@ -101,7 +101,9 @@
 // A failed call raises a Python exception: ToolError, whose str is
 // "<type>: <message>" with the Go error's type name (ValidationError for
 // arguments that do not match the schema), or TimeoutError past the tool's
-// timeout (Config.ToolTimeout, or a lower one passed by the code). A tool
+// timeout (Config.ToolTimeout, or a lower one passed by the code). An error
+// that reports an HTTP status ([StatusCoder]) raises HTTPStatusError with
+// status_code and body. A tool
 // that requests a confirmation, an agent transfer or an escalation, or a
 // long-running tool that returns no immediate result, is refused with an
 // [UnsupportedToolActionError]: code cannot wait for a person or hand the
