@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -112,8 +113,7 @@ func (t *opTool) call(ctx context.Context, args any) (map[string]any, error) {
 // API key.
 func redact(err error, u *url.URL) error {
 	var ue *url.Error
-	if e, ok := err.(*url.Error); ok {
-		ue = e
+	if errors.As(err, &ue) {
 		c := *u
 		c.RawQuery = ""
 		return &url.Error{Op: ue.Op, URL: c.Redacted(), Err: ue.Err}
@@ -355,7 +355,7 @@ func decode(data []byte, contentType string) (any, error) {
 			return v, nil
 		}
 		if mt != "" {
-			return nil, fmt.Errorf("the response says it is JSON but does not parse: %v", err)
+			return nil, fmt.Errorf("the response says it is JSON but does not parse: %w", err)
 		}
 	}
 	textual := strings.HasPrefix(mt, "text/") || mt == "" || slices.Contains([]string{"application/xml", "application/yaml", "application/x-yaml", "application/javascript"}, mt) ||
