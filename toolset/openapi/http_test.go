@@ -460,3 +460,10 @@ func TestLoadFromURL(t *testing.T) {
 		t.Errorf("a document over the limit: err = %v", err)
 	}
 }
+
+func TestAuthNamesUndeclaredScheme(t *testing.T) {
+	_, err := New(t.Context(), Config{File: "testdata/petstore.yaml", Auth: map[string]Credential{"shop_key": {APIKey: "k"}}})
+	if err == nil || !strings.Contains(err.Error(), `"shop_key", which the document does not declare; it declares shopKey`) {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool"
@@ -121,6 +124,9 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAuth(&cfg, doc); err != nil {
+		return nil, err
+	}
 	b := &builder{cfg: &cfg, src: src, doc: doc, conv: newConverter(is30, doc.Index), auth: newAuthenticator(&cfg)}
 	if err := b.build(); err != nil {
 		return nil, err
@@ -180,4 +186,25 @@ func asDocumentError(err error, ptr string) *DocumentError {
 		return de
 	}
 	return &DocumentError{Pointer: ptr, Problem: err.Error()}
+}
+
+// checkAuth refuses credentials for a security scheme the document does
+// not declare: a misspelt name would send requests without them.
+func checkAuth(cfg *Config, doc *v3.Document) error {
+	var declared []string
+	if doc.Components != nil {
+		for name := range doc.Components.SecuritySchemes.FromOldest() {
+			declared = append(declared, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Auth)) {
+		if slices.Contains(declared, name) {
+			continue
+		}
+		if len(declared) == 0 {
+			return fmt.Errorf("openapi: Config.Auth names the security scheme %q, but the document declares none; send credentials with Config.HTTPClient instead", name)
+		}
+		return fmt.Errorf("openapi: Config.Auth names the security scheme %q, which the document does not declare; it declares %s", name, strings.Join(declared, ", "))
+	}
+	return nil
 }
