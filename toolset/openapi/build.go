@@ -22,6 +22,7 @@ type builder struct {
 	doc    *v3.Document
 	conv   *converter
 	auth   *authenticator
+	links  map[string][]string // links of inline responses, by operation
 	names  namer
 	tools  []tool.Tool
 	report Report
@@ -82,7 +83,12 @@ func (b *builder) reportUnsupported() {
 			b.unsupported(pointer("components", "callbacks", name), "callbacks are not supported")
 		}
 		for name := range b.doc.Components.Links.FromOldest() {
-			b.unsupported(pointer("components", "links", name), "links are not supported: responses are returned without following them")
+			b.unsupported(pointer("components", "links", name), noLinks)
+		}
+		for code, r := range b.doc.Components.Responses.FromOldest() {
+			for name := range r.Links.FromOldest() {
+				b.unsupported(pointer("components", "responses", code, "links", name), noLinks)
+			}
 		}
 	}
 	if b.doc.Paths == nil {
@@ -97,17 +103,14 @@ func (b *builder) reportUnsupported() {
 			for name := range op.Callbacks.FromOldest() {
 				b.unsupported(child(ptr, "callbacks", name), "callbacks are not supported: the operation's tool does not receive them")
 			}
-			if op.Responses == nil {
-				continue
-			}
-			for code, r := range op.Responses.Codes.FromOldest() {
-				for name := range r.Links.FromOldest() {
-					b.unsupported(child(ptr, "responses", code, "links", name), "links are not supported: responses are returned without following them")
-				}
+			for _, l := range b.links[ptr] {
+				b.unsupported(l, noLinks)
 			}
 		}
 	}
 }
+
+const noLinks = "links are not supported: responses are returned without following them"
 
 func (b *builder) unsupported(ptr, problem string) {
 	b.report.Unsupported = append(b.report.Unsupported, &DocumentError{Pointer: ptr, Problem: problem})

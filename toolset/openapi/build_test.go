@@ -310,13 +310,21 @@ paths:
           description: ok
           links:
             unsubscribe: {operationId: unsubscribe}
+        "202": {$ref: "#/components/responses/Later"}
+components:
+  responses:
+    Later:
+      description: accepted
+      links:
+        status: {operationId: status}
 `
 	ts := load(t, Config{Spec: []byte(doc)})
 	var got []string
 	for _, u := range ts.Report().Unsupported {
 		got = append(got, u.Pointer)
 	}
-	want := []string{"/webhooks/newPet", "/paths/~1subscribe/post/callbacks/onEvent", "/paths/~1subscribe/post/responses/201/links/unsubscribe"}
+	want := []string{"/webhooks/newPet", "/components/responses/Later/links/status",
+		"/paths/~1subscribe/post/callbacks/onEvent", "/paths/~1subscribe/post/responses/201/links/unsubscribe"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Unsupported pointers (-want +got):\n%s", diff)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,13 +162,22 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 
 func (b *limitedBody) Close() error { return b.r.Close() }
 
+// parsed is a document's model and what was read from its nodes.
+type parsed struct {
+	doc  *v3.Document
+	is30 bool
+	// links are the pointers of the links in operations' inline
+	// responses, by operation pointer.
+	links map[string][]string
+}
+
 // parse builds the OpenAPI 3.x model of the document.
-func parse(src *source) (model *v3.Document, is30 bool, err error) {
+func parse(src *source) (p *parsed, err error) {
 	// The library is large and parses hostile input; a panic in it is
 	// reported as a bad document rather than taking the host down.
 	defer func() {
 		if r := recover(); r != nil {
-			model, is30, err = nil, false, docErrorf("", "the document could not be parsed (%v)", r)
+			p, err = nil, docErrorf("", "the document could not be parsed (%v)", r)
 		}
 	}()
 	// For a JSON document the library's node parser already checks the
@@ -176,28 +186,86 @@ func parse(src *source) (model *v3.Document, is30 bool, err error) {
 	src.libcfg.SkipJSONConversion = looksJSON(src.data)
 	doc, err := libopenapi.NewDocumentWithConfiguration(src.data, src.libcfg)
 	if err != nil {
-		return nil, false, docErrorf("", "%s is not a readable OpenAPI document: %v", src.display, err)
+		return nil, docErrorf("", "%s is not a readable OpenAPI document: %v", src.display, err)
 	}
 	info := doc.GetSpecInfo()
 	switch {
 	case info == nil:
-		return nil, false, docErrorf("", "%s is not a readable OpenAPI document", src.display)
+		return nil, docErrorf("", "%s is not a readable OpenAPI document", src.display)
 	case info.SpecFormat == datamodel.OAS2 || info.SpecType == "swagger":
-		return nil, false, docErrorf("/swagger", "Swagger 2.0 is not supported; convert the document to OpenAPI 3.0 or 3.1 first")
+		return nil, docErrorf("/swagger", "Swagger 2.0 is not supported; convert the document to OpenAPI 3.0 or 3.1 first")
 	case !strings.HasPrefix(info.Version, "3.0") && !strings.HasPrefix(info.Version, "3.1"):
-		return nil, false, docErrorf("/openapi", "OpenAPI version %q is not supported; this package reads OpenAPI 3.0 and 3.1", info.Version)
+		return nil, docErrorf("/openapi", "OpenAPI version %q is not supported; this package reads OpenAPI 3.0 and 3.1", info.Version)
 	}
+	links := pruneResponses(info.RootNode)
 	m, err := doc.BuildV3Model()
 	if m == nil {
 		if err == nil {
 			err = errors.New("no model was built")
 		}
-		return nil, false, docErrorf("", "%s is not a valid OpenAPI 3 document: %v", src.display, err)
+		return nil, docErrorf("", "%s is not a valid OpenAPI 3 document: %v", src.display, err)
 	}
 	if err != nil {
-		return nil, false, locate(err, info.RootNode, src.display, src.libcfg.AllowFileReferences || src.libcfg.AllowRemoteReferences)
+		return nil, locate(err, info.RootNode, src.display, src.libcfg.AllowFileReferences || src.libcfg.AllowRemoteReferences)
 	}
-	return &m.Model, strings.HasPrefix(info.Version, "3.0"), nil
+	return &parsed{doc: &m.Model, is30: strings.HasPrefix(info.Version, "3.0"), links: links}, nil
+}
+
+// pruneResponses empties the responses of every operation in the parsed
+// document before the library models it, and returns the pointers of the
+// links they held. The tools never read a response's declaration (they
+// return what the server sends), and modelling the responses of a large
+// description is a fifth of its load; components are left alone, so every
+// reference stays valid.
+func pruneResponses(root *yaml.Node) map[string][]string {
+	links := map[string][]string{}
+	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	paths := mapValue(root, "paths")
+	if paths == nil || paths.Kind != yaml.MappingNode {
+		return links
+	}
+	for i := 0; i+1 < len(paths.Content); i += 2 {
+		path, item := paths.Content[i].Value, paths.Content[i+1]
+		if item.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			method, op := item.Content[j].Value, item.Content[j+1]
+			if !slices.Contains(methods, method) || op.Kind != yaml.MappingNode {
+				continue
+			}
+			resps := mapValue(op, "responses")
+			if resps == nil || resps.Kind != yaml.MappingNode {
+				continue
+			}
+			ptr := pointer("paths", path, method)
+			for k := 0; k+1 < len(resps.Content); k += 2 {
+				code := resps.Content[k].Value
+				if l := mapValue(resps.Content[k+1], "links"); l != nil && l.Kind == yaml.MappingNode {
+					for n := 0; n+1 < len(l.Content); n += 2 {
+						links[ptr] = append(links[ptr], child(ptr, "responses", code, "links", l.Content[n].Value))
+					}
+				}
+			}
+			resps.Content = nil
+		}
+	}
+	return links
+}
+
+// mapValue returns the value under key in a mapping node.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // locate turns the library's errors into a DocumentError at the JSON

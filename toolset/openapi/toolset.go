@@ -120,14 +120,15 @@ func New(ctx context.Context, cfg Config) (*Toolset, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, is30, err := parse(src)
+	p, err := parse(src)
 	if err != nil {
 		return nil, err
 	}
+	doc := p.doc
 	if err := checkAuth(&cfg, doc); err != nil {
 		return nil, err
 	}
-	b := &builder{cfg: &cfg, src: src, doc: doc, conv: newConverter(is30, doc.Index), auth: newAuthenticator(&cfg)}
+	b := &builder{cfg: &cfg, src: src, doc: doc, conv: newConverter(p.is30, doc.Index), links: p.links, auth: newAuthenticator(&cfg)}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
