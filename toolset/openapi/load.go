@@ -252,6 +252,15 @@ func pruneResponses(root *yaml.Node) map[string][]string {
 			resps.Content = nil
 		}
 	}
+	// Example objects are never read either; their entries stay, so that
+	// references to them resolve.
+	if ex := mapValue(mapValue(root, "components"), "examples"); ex != nil && ex.Kind == yaml.MappingNode {
+		for i := 1; i < len(ex.Content); i += 2 {
+			if ex.Content[i].Kind == yaml.MappingNode {
+				ex.Content[i].Content = nil
+			}
+		}
+	}
 	return links
 }
 
