@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -401,4 +402,36 @@ func TestProcessRequest(t *testing.T) {
 		t.Error("a duplicate tool was packed twice")
 	}
 	var _ *genai.FunctionDeclaration = decls[0]
+}
+
+// Toolsets load side by side, and their tools run concurrently.
+func TestConcurrentLoadsAndCalls(t *testing.T) {
+	rec := hubServer(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 4 {
+		wg.Go(func() {
+			ts, err := New(t.Context(), Config{File: "testdata/hub.yaml", BaseURL: rec.srv.URL, Auth: map[string]Credential{"hubToken": {Token: "t"}}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for range 4 {
+				if _, err := ts.Call(t.Context(), "repos_get", map[string]any{"owner": "octo cat", "repo": "hello"}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := rec.count(); n != 16 {
+		t.Errorf("%d requests, want 16", n)
+	}
+	if _, err := load(t, Config{File: "testdata/hub.yaml"}).Call(t.Context(), "nope", nil); err == nil || !strings.Contains(err.Error(), `no tool "nope"`) {
+		t.Errorf("an unknown tool: err = %v", err)
+	}
 }
