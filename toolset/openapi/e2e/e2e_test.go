@@ -1,4 +1,4 @@
-package openapi_test
+package e2e_test
 
 import (
 	"context"
@@ -206,7 +206,7 @@ func TestHubFromPythonInTheJail(t *testing.T) {
 	requireJail(t)
 	srv, auth := hubServer(t)
 	hub, err := openapi.New(t.Context(), openapi.Config{
-		File: "testdata/hub.yaml", BaseURL: srv.URL,
+		File: "../testdata/hub.yaml", BaseURL: srv.URL,
 		Auth: map[string]openapi.Credential{"hubToken": {Token: secret}},
 	})
 	if err != nil {
@@ -274,7 +274,7 @@ func TestPetstoreFromPythonInTheJail(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	pets, err := openapi.New(t.Context(), openapi.Config{File: "testdata/petstore.yaml", BaseURL: srv.URL + "/v1"})
+	pets, err := openapi.New(t.Context(), openapi.Config{File: "../testdata/petstore.yaml", BaseURL: srv.URL + "/v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
