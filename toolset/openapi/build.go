@@ -153,6 +153,21 @@ var ignoredHeaders = map[string]bool{"accept": true, "content-type": true, "auth
 
 var templateVar = regexp.MustCompile(`\{([^{}]*)\}`)
 
+// located is a parameter with its JSON pointer.
+type located struct {
+	p   *v3.Parameter
+	ptr string
+}
+
+// toolParams collects a tool's parameters as the operation is read.
+type toolParams struct {
+	props    map[string]any  // the parameter schema's properties
+	required []string        // required properties, in order
+	taken    map[string]bool // property names in use
+	deps     []*def          // the $defs the properties reach
+	params   []param         // the parameters sent in path, query, header, cookie
+}
+
 // operation builds the tool of one operation.
 func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation) (tool.Tool, error) {
 	ptr := info.Pointer
@@ -160,109 +175,26 @@ func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation)
 	if err != nil {
 		return nil, err
 	}
+	all, err := merged(info, item, op)
+	if err != nil {
+		return nil, err
+	}
+	tp := &toolParams{props: map[string]any{}, taken: map[string]bool{}}
 	hidden := b.auth.hiddenParams(sec)
-
-	// Operation parameters override path-level ones with the same name
-	// and location.
-	type located struct {
-		p   *v3.Parameter
-		ptr string
-	}
-	var all []located
-	for i, p := range item.Parameters {
-		all = append(all, located{p, pointer("paths", info.Path, "parameters", strconv.Itoa(i))})
-	}
-	for i, p := range op.Parameters {
-		lp := child(ptr, "parameters", strconv.Itoa(i))
-		if p == nil {
-			return nil, docErrorf(lp, "the parameter is empty")
-		}
-		if j := slices.IndexFunc(all, func(l located) bool { return l.p != nil && l.p.Name == p.Name && l.p.In == p.In }); j >= 0 {
-			all[j] = located{p, lp}
-			continue
-		}
-		all = append(all, located{p, lp})
-	}
-
-	var deps []*def
-	props := map[string]any{}
-	var required []string
-	var params []param
-	taken := map[string]bool{}
 	for _, l := range all {
-		p := l.p
-		if p == nil {
-			return nil, docErrorf(l.ptr, "the parameter is empty")
-		}
-		if p.Name == "" {
-			return nil, docErrorf(l.ptr, "the parameter has no name")
-		}
-		switch p.In {
-		case "path", "query", "header", "cookie":
-		case "":
-			return nil, docErrorf(l.ptr, "parameter %q has no \"in\"", p.Name)
-		default:
-			return nil, docErrorf(child(l.ptr, "in"), "parameter %q is in %q; it must be in path, query, header or cookie", p.Name, p.In)
-		}
-		if p.In == "header" && ignoredHeaders[strings.ToLower(p.Name)] {
-			continue
-		}
-		if hidden[p.In+"\x00"+strings.ToLower(p.Name)] {
-			continue // the credential goes there
-		}
-		pa := param{name: p.Name, in: p.In, style: p.Style, allowReserved: p.AllowReserved, required: p.In == "path" || (p.Required != nil && *p.Required)}
-		if err := pa.setStyle(p.Explode, l.ptr); err != nil {
+		if err := b.parameter(tp, l, hidden); err != nil {
 			return nil, err
 		}
-		var sp *base.SchemaProxy
-		switch {
-		case p.Schema != nil:
-			sp = p.Schema
-		case p.Content != nil && p.Content.Len() > 0:
-			mt := p.Content.First()
-			sp, pa.asJSON = mt.Value().Schema, isJSON(mt.Key())
-		}
-		s, d, err := b.schemaOf(sp, child(l.ptr, "schema"))
-		if err != nil {
-			return nil, err
-		}
-		deps = append(deps, d...)
-		pa.prop = p.Name
-		if taken[pa.prop] {
-			pa.prop = p.In + "_" + p.Name
-		}
-		if taken[pa.prop] {
-			return nil, docErrorf(l.ptr, "parameter %q in %s is declared twice", p.Name, p.In)
-		}
-		taken[pa.prop] = true
-		props[pa.prop] = annotate(s, p.Description, p.Deprecated)
-		if pa.required {
-			required = append(required, pa.prop)
-		}
-		params = append(params, pa)
 	}
-	for _, m := range templateVar.FindAllStringSubmatch(info.Path, -1) {
-		if !slices.ContainsFunc(params, func(p param) bool { return p.in == "path" && p.name == m[1] }) {
-			return nil, docErrorf(ptr, "the path template names {%s} but the operation declares no path parameter %q", m[1], m[1])
-		}
+	if err := checkTemplate(info, tp.params); err != nil {
+		return nil, err
 	}
-	for _, p := range params {
-		if p.in == "path" && !strings.Contains(info.Path, "{"+p.name+"}") {
-			return nil, docErrorf(ptr, "path parameter %q does not occur in the path template %q", p.name, info.Path)
-		}
-	}
-
 	var bd *body
 	if op.RequestBody != nil {
-		var err error
-		var bdeps []*def
-		bd, bdeps, err = b.body(op.RequestBody, child(ptr, "requestBody"), props, &required, taken)
-		if err != nil {
+		if bd, err = b.body(op.RequestBody, child(ptr, "requestBody"), tp); err != nil {
 			return nil, err
 		}
-		deps = append(deps, bdeps...)
 	}
-
 	server, err := b.server(op, item, info.Path, ptr)
 	if err != nil {
 		return nil, err
@@ -273,12 +205,11 @@ func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation)
 		wanted = info.Method + " " + info.Path
 	}
 	name := b.names.name(ptr, info.ID, sanitise(wanted))
-
-	root := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		root["required"] = required
+	root := map[string]any{"type": "object", "properties": tp.props}
+	if len(tp.required) > 0 {
+		root["required"] = tp.required
 	}
-	if defs := closure(deps); len(defs) > 0 {
+	if defs := closure(tp.deps); len(defs) > 0 {
 		root["$defs"] = defs
 	}
 	desc := description(info, op)
@@ -288,14 +219,105 @@ func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation)
 		method:   info.Method,
 		path:     info.Path,
 		server:   server,
-		params:   params,
-		required: required,
+		params:   tp.params,
+		required: tp.required,
 		body:     bd,
 		sec:      sec,
 		auth:     b.auth,
 		client:   b.cfg.client(),
 		maxBody:  b.maxResponse(),
 	}, nil
+}
+
+// merged lists an operation's parameters: the path's, with those the
+// operation redefines (same name and location) replaced, then the
+// operation's own.
+func merged(info Operation, item *v3.PathItem, op *v3.Operation) ([]located, error) {
+	var all []located
+	for i, p := range item.Parameters {
+		all = append(all, located{p, pointer("paths", info.Path, "parameters", strconv.Itoa(i))})
+	}
+	for i, p := range op.Parameters {
+		lp := child(info.Pointer, "parameters", strconv.Itoa(i))
+		if p == nil {
+			return nil, docErrorf(lp, "the parameter is empty")
+		}
+		if j := slices.IndexFunc(all, func(l located) bool { return l.p != nil && l.p.Name == p.Name && l.p.In == p.In }); j >= 0 {
+			all[j] = located{p, lp}
+			continue
+		}
+		all = append(all, located{p, lp})
+	}
+	return all, nil
+}
+
+// parameter adds one parameter to tp, unless the specification says to
+// ignore it or a credential goes there (hidden).
+func (b *builder) parameter(tp *toolParams, l located, hidden map[string]bool) error {
+	p := l.p
+	switch {
+	case p == nil:
+		return docErrorf(l.ptr, "the parameter is empty")
+	case p.Name == "":
+		return docErrorf(l.ptr, "the parameter has no name")
+	}
+	switch p.In {
+	case "path", "query", "header", "cookie":
+	case "":
+		return docErrorf(l.ptr, "parameter %q has no \"in\"", p.Name)
+	default:
+		return docErrorf(child(l.ptr, "in"), "parameter %q is in %q; it must be in path, query, header or cookie", p.Name, p.In)
+	}
+	if p.In == "header" && ignoredHeaders[strings.ToLower(p.Name)] || hidden[p.In+"\x00"+strings.ToLower(p.Name)] {
+		return nil
+	}
+	pa := param{name: p.Name, in: p.In, style: p.Style, allowReserved: p.AllowReserved, required: p.In == "path" || (p.Required != nil && *p.Required)}
+	if err := pa.setStyle(p.Explode, l.ptr); err != nil {
+		return err
+	}
+	var sp *base.SchemaProxy
+	switch {
+	case p.Schema != nil:
+		sp = p.Schema
+	case p.Content != nil && p.Content.Len() > 0:
+		mt := p.Content.First()
+		sp, pa.asJSON = mt.Value().Schema, isJSON(mt.Key())
+	}
+	s, deps, err := b.schemaOf(sp, child(l.ptr, "schema"))
+	if err != nil {
+		return err
+	}
+	pa.prop = p.Name
+	if tp.taken[pa.prop] {
+		pa.prop = p.In + "_" + p.Name
+	}
+	if tp.taken[pa.prop] {
+		return docErrorf(l.ptr, "parameter %q in %s is declared twice", p.Name, p.In)
+	}
+	tp.taken[pa.prop] = true
+	tp.props[pa.prop] = annotate(s, p.Description, p.Deprecated)
+	tp.deps = append(tp.deps, deps...)
+	if pa.required {
+		tp.required = append(tp.required, pa.prop)
+	}
+	tp.params = append(tp.params, pa)
+	return nil
+}
+
+// checkTemplate checks that the path template and the path parameters
+// name each other.
+func checkTemplate(info Operation, params []param) error {
+	for _, m := range templateVar.FindAllStringSubmatch(info.Path, -1) {
+		if !slices.ContainsFunc(params, func(p param) bool { return p.in == "path" && p.name == m[1] }) {
+			return docErrorf(info.Pointer, "the path template names {%s} but the operation declares no path parameter %q", m[1], m[1])
+		}
+	}
+	for _, p := range params {
+		if p.in == "path" && !strings.Contains(info.Path, "{"+p.name+"}") {
+			return docErrorf(info.Pointer, "path parameter %q does not occur in the path template %q", p.name, info.Path)
+		}
+	}
+	return nil
 }
 
 func (b *builder) maxResponse() int64 {
@@ -387,12 +409,68 @@ func isJSON(mt string) bool {
 
 // body chooses the request body's media type and adds its tool
 // parameters to props.
-func (b *builder) body(rb *v3.RequestBody, ptr string, props map[string]any, required *[]string, taken map[string]bool) (*body, []*def, error) {
+func (b *builder) body(rb *v3.RequestBody, ptr string, tp *toolParams) (*body, error) {
 	if rb.Content == nil || rb.Content.Len() == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	bd := &body{required: rb.Required != nil && *rb.Required}
-	var mt *v3.MediaType
+	mt := bd.pickMediaType(rb)
+	var s any = map[string]any{}
+	var deps []*def
+	if mt != nil {
+		var err error
+		s, deps, err = b.schemaOf(mt.Schema, child(ptr, "content", bd.mediaType, "schema"))
+		if err != nil {
+			return nil, err
+		}
+	}
+	if bd.kind == bodyRaw && isEmptySchema(s) {
+		s = map[string]any{"type": "string"}
+	}
+	resolved, via := b.conv.deref(s)
+	if obj, ok := flattenable(resolved); ok && bd.kind != bodyRaw && !clashes(obj, tp.taken) {
+		// The body's own definition is spent; what its properties
+		// refer to is still needed.
+		if via != nil {
+			deps = via.deps
+		}
+		fields, _ := obj["properties"].(map[string]any)
+		req := map[string]bool{}
+		if bd.required {
+			for _, r := range asStrings(obj["required"]) {
+				req[r] = true
+			}
+		}
+		for _, k := range sortedKeys(fields) {
+			tp.props[k] = fields[k]
+			tp.taken[k] = true
+			bd.fields = append(bd.fields, k)
+			if req[k] {
+				tp.required = append(tp.required, k)
+			}
+		}
+		if bd.kind == bodyMultipart {
+			bd.binary, bd.partTypes = b.parts(fields, mt)
+		}
+		tp.deps = append(tp.deps, deps...)
+		return bd, nil
+	}
+	bd.prop = "body"
+	for i := 2; tp.taken[bd.prop]; i++ {
+		bd.prop = "body_" + strconv.Itoa(i)
+	}
+	tp.taken[bd.prop] = true
+	tp.props[bd.prop] = annotate(s, rb.Description, false)
+	if bd.required {
+		tp.required = append(tp.required, bd.prop)
+	}
+	tp.deps = append(tp.deps, deps...)
+	return bd, nil
+}
+
+// pickMediaType chooses the body's media type: JSON, else a form, else
+// multipart, else the first declared.
+func (bd *body) pickMediaType(rb *v3.RequestBody) *v3.MediaType {
 	for _, pick := range []func(string) (bodyKind, bool){
 		func(k string) (bodyKind, bool) { return bodyJSON, isJSON(k) },
 		func(k string) (bodyKind, bool) { return bodyForm, mediaIs(k, "application/x-www-form-urlencoded") },
@@ -401,60 +479,12 @@ func (b *builder) body(rb *v3.RequestBody, ptr string, props map[string]any, req
 	} {
 		for k, v := range rb.Content.FromOldest() {
 			if kind, ok := pick(k); ok {
-				bd.kind, bd.mediaType, mt = kind, k, v
-				break
+				bd.kind, bd.mediaType = kind, k
+				return v
 			}
 		}
-		if mt != nil {
-			break
-		}
 	}
-	mptr := child(ptr, "content", bd.mediaType)
-	var s any = map[string]any{}
-	var deps []*def
-	if mt != nil {
-		var err error
-		s, deps, err = b.schemaOf(mt.Schema, child(mptr, "schema"))
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	if bd.kind == bodyRaw && isEmptySchema(s) {
-		s = map[string]any{"type": "string"}
-	}
-	resolved := b.conv.deref(s)
-	if obj, ok := flattenable(resolved); ok && bd.kind != bodyRaw && !clashes(obj, taken) {
-		fields, _ := obj["properties"].(map[string]any)
-		req := map[string]bool{}
-		if bd.required {
-			for _, r := range asStrings(obj["required"]) {
-				req[r] = true
-			}
-		}
-		keys := sortedKeys(fields)
-		for _, k := range keys {
-			props[k] = fields[k]
-			taken[k] = true
-			bd.fields = append(bd.fields, k)
-			if req[k] {
-				*required = append(*required, k)
-			}
-		}
-		if bd.kind == bodyMultipart {
-			bd.binary, bd.partTypes = b.parts(fields, mt)
-		}
-		return bd, deps, nil
-	}
-	bd.prop = "body"
-	for i := 2; taken[bd.prop]; i++ {
-		bd.prop = "body_" + strconv.Itoa(i)
-	}
-	taken[bd.prop] = true
-	props[bd.prop] = annotate(s, rb.Description, false)
-	if bd.required {
-		*required = append(*required, bd.prop)
-	}
-	return bd, deps, nil
+	return nil
 }
 
 // parts finds the multipart fields sent as files, and declared part types.
@@ -462,7 +492,8 @@ func (b *builder) parts(fields map[string]any, mt *v3.MediaType) (map[string]boo
 	bin := map[string]bool{}
 	types := map[string]string{}
 	for k, f := range fields {
-		fm, _ := b.conv.deref(f).(map[string]any)
+		r, _ := b.conv.deref(f)
+		fm, _ := r.(map[string]any)
 		if fm["format"] == "binary" || fm["format"] == "byte" || fm["contentMediaType"] != nil || fm["contentEncoding"] != nil {
 			bin[k] = true
 		}
@@ -583,24 +614,26 @@ func (b *builder) fill(s *v3.Server, ptr string) (string, error) {
 	return out, err
 }
 
-// deref follows a rewritten "#/$defs/name" reference to its schema.
-func (c *converter) deref(s any) any {
+// deref follows a rewritten "#/$defs/name" reference to its schema, and
+// returns the last definition it went through.
+func (c *converter) deref(s any) (any, *def) {
+	var via *def
 	for range 32 {
 		m, ok := s.(map[string]any)
 		if !ok || len(m) != 1 {
-			return s
+			break
 		}
 		ref, ok := m["$ref"].(string)
 		if !ok || !strings.HasPrefix(ref, defsPrefix) {
-			return s
+			break
 		}
 		d := c.byName(strings.TrimPrefix(ref, defsPrefix))
 		if d == nil {
-			return s
+			break
 		}
-		s = d.value
+		s, via = d.value, d
 	}
-	return s
+	return s, via
 }
 
 func (c *converter) byName(name string) *def { return c.named[name] }
