@@ -470,7 +470,7 @@ func (b *builder) body(rb *v3.RequestBody, ptr string, tp *toolParams) (*body, e
 
 // pickMediaType chooses the body's media type: JSON, else a form, else
 // multipart, else the first declared.
-func (bd *body) pickMediaType(rb *v3.RequestBody) *v3.MediaType {
+func (b *body) pickMediaType(rb *v3.RequestBody) *v3.MediaType {
 	for _, pick := range []func(string) (bodyKind, bool){
 		func(k string) (bodyKind, bool) { return bodyJSON, isJSON(k) },
 		func(k string) (bodyKind, bool) { return bodyForm, mediaIs(k, "application/x-www-form-urlencoded") },
@@ -479,7 +479,7 @@ func (bd *body) pickMediaType(rb *v3.RequestBody) *v3.MediaType {
 	} {
 		for k, v := range rb.Content.FromOldest() {
 			if kind, ok := pick(k); ok {
-				bd.kind, bd.mediaType = kind, k
+				b.kind, b.mediaType = kind, k
 				return v
 			}
 		}
