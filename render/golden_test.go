@@ -23,6 +23,10 @@ var update = flag.Bool("update", false, "rewrite the wanted outputs of render/te
 //	decls.json    a JSON array of declarations, each with an optional namespace
 //	budget        optional block budget (default: DefaultBudget)
 //	env.json      optional Environment
+//	discovery     optional; when present, the files behind search and
+//	              describe (DiscoveryModule, DiscoveryIndex, DiscoveryDocs)
+//	              are compared too. Other cases leave them out, as the
+//	              module is the same in every case.
 //	want/...      wanted outputs: the stub files (want/tools/...), the
 //	              catalogs (want/catalog.full, want/catalog.signatures,
 //	              want/catalog.names), the block
@@ -118,7 +122,14 @@ func renderCase(t testing.TB, c goldenCase) map[string]string {
 		got["want/error"] = err.Error() + "\n"
 		return got
 	}
+	_, withDiscovery := c.files["discovery"]
 	for _, f := range reg.Stubs() {
+		switch f.Path {
+		case DiscoveryModule, DiscoveryIndex, DiscoveryDocs:
+			if !withDiscovery {
+				continue
+			}
+		}
 		got["want/"+f.Path] = f.Content
 	}
 	got["want/catalog.full"] = reg.Catalog(Full) + "\n"

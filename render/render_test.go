@@ -85,7 +85,13 @@ var keywordSamples = map[string]map[string]any{
 func stubOf(t *testing.T, p map[string]any) string {
 	t.Helper()
 	reg := oneTool(t, map[string]any{"type": "object", "properties": map[string]any{"p": p}, "required": []any{"p"}})
-	return reg.Stubs()[1].Content
+	for _, f := range reg.Stubs() {
+		if f.Path == "tools/t.py" {
+			return f.Content
+		}
+	}
+	t.Fatal("no stub tools/t.py")
+	return ""
 }
 
 func TestEveryRenderedKeywordReachesTheStub(t *testing.T) {

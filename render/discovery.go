@@ -1,0 +1,284 @@
+package render
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+// The files of the tools package that serve search and describe.
+const (
+	// DiscoveryModule is the module defining search and describe.
+	DiscoveryModule = "tools/_discovery.py"
+	// DiscoveryIndex holds the search index: every tool's path, raw name,
+	// import line, one-line summary and where its description starts in
+	// DiscoveryDocs, and the BM25 weight of every term in every tool.
+	DiscoveryIndex = "tools/_discovery_index.json"
+	// DiscoveryDocs holds each tool's import line, signature and
+	// docstring, one after another; describe reads only the tool's slice.
+	DiscoveryDocs = "tools/_discovery_docs.txt"
+)
+
+// Bounds the discovery module holds its files to. The host writes both
+// files, but code in the sandbox may replace them, so the module reads no
+// more than these.
+const (
+	// maxIndexBytes caps the index file read by search.
+	maxIndexBytes = 64 << 20
+	// maxDescribeBytes caps one tool's text read by describe.
+	maxDescribeBytes = 1 << 20
+	// maxSearchLimit caps the limit argument of search.
+	maxSearchLimit = 100
+	// maxQueryRunes caps the query of search.
+	maxQueryRunes = 1000
+)
+
+// The fields a tool's search terms come from, with their weight in the
+// term counts: a word of the tool's name counts three times as much as a
+// word of its description.
+const (
+	weightName        = 3
+	weightNamespace   = 2
+	weightParameter   = 1
+	weightDescription = 1
+)
+
+// BM25's parameters: term-frequency saturation and length normalisation.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// weightScale turns a BM25 score into the integer the index stores, so the
+// index is byte-stable and Python sums integers.
+const weightScale = 1000
+
+// maxIndexedDescription caps the description text indexed per tool, in
+// bytes.
+const maxIndexedDescription = 8000
+
+// stopwords are left out of the index and of queries: words that say
+// nothing about which tool is meant.
+var stopwords = []string{
+	"a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "for", "from",
+	"has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my",
+	"of", "on", "or", "that", "the", "their", "this", "to", "was", "what", "when",
+	"which", "will", "with", "you", "your",
+}
+
+var stopwordSet = func() map[string]bool {
+	m := make(map[string]bool, len(stopwords))
+	for _, w := range stopwords {
+		m[w] = true
+	}
+	return m
+}()
+
+// searchTerms splits text into search terms, the way the discovery module
+// splits a query: a lower-case letter followed by an upper-case one starts
+// a new word, runs of ASCII letters and digits are words, words are
+// lower-cased, stopwords and one-letter words are dropped, and plurals are
+// folded (stem).
+func searchTerms(text string, out []string) []string {
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			w := lower(text[start:end])
+			if len(w) > 1 && !stopwordSet[w] {
+				out = append(out, stem(w))
+			}
+		}
+		start = -1
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum {
+			flush(i)
+			continue
+		}
+		if start >= 0 && c >= 'A' && c <= 'Z' && text[i-1] >= 'a' && text[i-1] <= 'z' {
+			flush(i)
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	flush(len(text))
+	return out
+}
+
+// stem folds the common English plural endings: "repositories" to
+// "repository", "addresses" to "address", "issues" to "issue". The
+// discovery module applies the same rules to a query.
+func stem(w string) string {
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		return w[:len(w)-3] + "y"
+	case len(w) > 4 && strings.HasSuffix(w, "sses"):
+		return w[:len(w)-2]
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// Discovery reports whether the tools package offers search and describe:
+// it does unless a top-level tool or a namespace takes one of those names.
+func (r *Registry) Discovery() bool {
+	for _, e := range r.entries {
+		for _, n := range [2]string{e.Attr, e.Package} {
+			if e.Package != "" && n == e.Attr {
+				continue // a namespaced tool's own name does not clash
+			}
+			if n == "search" || n == "describe" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// importLine is the line that imports the tool of e.
+func importLine(e Entry) string {
+	module := "tools"
+	if e.Package != "" {
+		module += "." + e.Package
+	}
+	return "from " + module + " import " + e.Attr
+}
+
+// discoveryFiles returns the discovery module, its index and its
+// descriptions.
+func (r *Registry) discoveryFiles() []File {
+	rendered := r.render()
+	summaries := make([]string, len(r.entries))
+	parallel(len(r.entries), func(i int) {
+		summaries[i] = summaryPlain(r.entries[i], r.docs[i].Root)
+	})
+
+	// The descriptions file, and where each tool's text lies in it.
+	var docs strings.Builder
+	spans := make([][2]int, len(r.entries))
+	for i, e := range r.entries {
+		start := docs.Len()
+		docs.WriteString(importLine(e) + "\n\n" + rendered[i].catalogSig + "\n" + rendered[i].docstring + "    ...\n")
+		spans[i] = [2]int{start, docs.Len() - start}
+	}
+
+	// Weighted term counts per tool, and the document frequency of each term.
+	counts := make([]map[string]int, len(r.entries))
+	lengths := make([]int, len(r.entries))
+	parallel(len(r.entries), func(i int) {
+		e := r.entries[i]
+		c := map[string]int{}
+		add := func(text string, weight int) {
+			for _, t := range searchTerms(text, nil) {
+				c[t] += weight
+				lengths[i] += weight
+			}
+		}
+		add(e.Attr, weightName)
+		if e.Name != e.Attr {
+			add(e.Name, weightName)
+		}
+		add(e.Namespace, weightNamespace)
+		for _, p := range r.params[i] {
+			add(p.raw, weightParameter)
+		}
+		desc := e.Declaration.Description
+		if len(desc) > maxIndexedDescription {
+			desc = desc[:maxIndexedDescription]
+		}
+		add(desc, weightDescription)
+		counts[i] = c
+	})
+	df := map[string]int{}
+	total := 0
+	for i, c := range counts {
+		for t := range c {
+			df[t]++
+		}
+		total += lengths[i]
+	}
+	n := float64(len(r.entries))
+	avg := 1.0
+	if len(r.entries) > 0 && total > 0 {
+		avg = float64(total) / n
+	}
+	terms := make([]string, 0, len(df))
+	for t := range df {
+		terms = append(terms, t)
+	}
+	sort.Strings(terms)
+	postings := make(map[string][]int, len(terms))
+	for i, c := range counts {
+		norm := bm25K1 * (1 - bm25B + bm25B*float64(lengths[i])/avg)
+		for t, tf := range c {
+			idf := math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
+			w := idf * float64(tf) * (bm25K1 + 1) / (float64(tf) + norm)
+			postings[t] = append(postings[t], i, max(1, int(math.Round(w*weightScale))))
+		}
+	}
+
+	var idx strings.Builder
+	idx.Grow(64*len(r.entries) + 16*len(terms))
+	idx.WriteString(`{"format":1,"stopwords":`)
+	writeJSON(&idx, stopwords)
+	idx.WriteString(",\n\"tools\":[")
+	for i, e := range r.entries {
+		if i > 0 {
+			idx.WriteString(",")
+		}
+		idx.WriteString("\n")
+		writeJSON(&idx, []any{e.Path, e.Name, importLine(e), summaries[i], spans[i][0], spans[i][1]})
+	}
+	idx.WriteString("],\n\"terms\":{")
+	for k, t := range terms {
+		if k > 0 {
+			idx.WriteString(",")
+		}
+		idx.WriteString("\n")
+		writeJSON(&idx, t)
+		idx.WriteString(":[")
+		for j, v := range postings[t] {
+			if j > 0 {
+				idx.WriteByte(',')
+			}
+			idx.WriteString(strconv.Itoa(v))
+		}
+		idx.WriteString("]")
+	}
+	idx.WriteString("}}\n")
+
+	return []File{
+		{Path: DiscoveryModule, Content: discoveryModule},
+		{Path: DiscoveryDocs, Content: docs.String()},
+		{Path: DiscoveryIndex, Content: idx.String()},
+	}
+}
+
+func writeJSON(sb *strings.Builder, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // strings, numbers and lists of them
+	}
+	sb.Write(b)
+}
+
+// discoveryModule is the Python source of search and describe.
+var discoveryModule = func() string {
+	t := template.Must(template.New("discovery.py.tmpl").Delims("<<", ">>").ParseFS(templateFS, "templates/discovery.py.tmpl"))
+	return execute(t, map[string]any{
+		"Header":           strings.TrimSuffix(header, "\n"),
+		"IndexFile":        strRepr(strings.TrimPrefix(DiscoveryIndex, "tools/")),
+		"DocsFile":         strRepr(strings.TrimPrefix(DiscoveryDocs, "tools/")),
+		"MaxIndexBytes":    maxIndexBytes,
+		"MaxDescribeBytes": maxDescribeBytes,
+		"MaxLimit":         maxSearchLimit,
+		"MaxQuery":         maxQueryRunes,
+	}) + "\n"
+}()
