@@ -35,7 +35,7 @@ func TestStubsTxtar(t *testing.T) {
 	for _, f := range ar.Files {
 		names = append(names, f.Name)
 	}
-	want := "tools/__init__.py tools/get_weather.py tools/slack/__init__.py tools/slack/send_message.py"
+	want := "tools/__init__.py tools/_discovery.py tools/_discovery_docs.txt tools/_discovery_index.json tools/get_weather.py tools/slack/__init__.py tools/slack/send_message.py"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("files = %s, want %s", got, want)
 	}

@@ -73,6 +73,7 @@ func (e *engine) prepare(ctx agent.CallbackContext, req *model.LLMRequest) error
 	}
 	if !e.cfg.DisableBlock {
 		env := environment(ctx, e.cfg.Backend)
+		env.Discovery = s.reg.Discovery()
 		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
 	}
 	addTool(req, e.tool)
