@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/model"
+	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 )
 
@@ -181,4 +183,66 @@ func agentToolCallbacks(a agent.Agent) (agentCallbacks, error) {
 		return agentCallbacks{}, fmt.Errorf("agent %q is not an LLM agent built by llmagent.New", a.Name())
 	}
 	return agentCallbacks{before: cfg.BeforeToolCallbacks, after: cfg.AfterToolCallbacks, onError: cfg.OnToolErrorCallbacks}, nil
+}
+
+// requestProcessor is the method set of ADK's internal RequestProcessor
+// (internal/toolinternal). Before each model request the flow calls it on
+// every tool of the agent and then on every toolset that has it; a tool
+// packs its declaration into the request, and some do more, such as
+// skilltoolset adding its list of skills to the system instruction. Tools
+// behind execute_code are not the agent's, so the plugin calls it itself.
+type requestProcessor interface {
+	ProcessRequest(ctx agent.ToolContext, req *model.LLMRequest) error
+}
+
+// directOnly names the ADK packages whose tools only do their work as
+// direct tools of the agent, and why: such a tool is refused behind
+// execute_code.
+var directOnly = map[string]string{
+	"google.golang.org/adk/tool/loadartifactstool": "it attaches the artifacts to the model request that follows the model's own call to it, and a call from code is never one",
+}
+
+// directOnlyReason says why t works only as a direct tool, if it does.
+func directOnlyReason(t tool.Tool) (string, bool) {
+	ty := reflect.TypeOf(t)
+	for ty != nil && ty.Kind() == reflect.Pointer {
+		ty = ty.Elem()
+	}
+	if ty == nil {
+		return "", false
+	}
+	why, ok := directOnly[ty.PkgPath()]
+	return why, ok
+}
+
+// errNoInvocation means the invocation behind a callback context could not
+// be found, so no tool context can be made for the request processors.
+var errNoInvocation = errors.New("the invocation behind the model callback is not reachable with this ADK version")
+
+// processorContext makes the tool context the flow passes to request
+// processors, from the before-model callback's context.
+func processorContext(ctx agent.CallbackContext) (agent.ToolContext, error) {
+	ic, ok := invocation(ctx)
+	if !ok {
+		return nil, errNoInvocation
+	}
+	return agent.NewToolContext(ic, "", &session.EventActions{}, nil), nil
+}
+
+// packOnlyPkgs are the ADK packages whose tools' ProcessRequest, read in
+// ADK v1.7.0, does nothing but pack the tool's declaration into the
+// request (toolutils.PackTool). Behind execute_code the stub takes the
+// place of that declaration, so the plugin does not call it.
+var packOnlyPkgs = map[string]bool{
+	"google.golang.org/adk/tool/functiontool": true,
+	"google.golang.org/adk/tool/mcptoolset":   true,
+}
+
+// packOnly reports whether t's request processor only packs t.
+func packOnly(t any) bool {
+	ty := reflect.TypeOf(t)
+	for ty != nil && ty.Kind() == reflect.Pointer {
+		ty = ty.Elem()
+	}
+	return ty != nil && packOnlyPkgs[ty.PkgPath()]
 }

@@ -86,6 +86,11 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 		turns:          map[string]*turn{},
 		roots:          map[string]string{},
 	}
+	for _, ts := range cfg.Toolsets {
+		if rp, ok := ts.(requestProcessor); ok {
+			e.toolsetHooks = append(e.toolsetHooks, requestProcessorOf{name: ts.Name(), proc: rp})
+		}
+	}
 	if len(cfg.Toolsets) == 0 {
 		// The surface never changes: build it once, which also reports a
 		// name collision at construction.

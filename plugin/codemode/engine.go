@@ -23,6 +23,7 @@ type engine struct {
 	static         *surface // the surface when there are no toolsets
 	requirePlugins bool     // registered as a runner plugin
 	tool           *execTool
+	toolsetHooks   []requestProcessorOf // the toolsets' request processors, in order
 
 	mu         sync.Mutex
 	turns      map[string]*turn  // by invocation id
@@ -69,6 +70,9 @@ func (e *engine) getTurn(id string, use bool) (*turn, error) {
 func (e *engine) prepare(ctx agent.CallbackContext, req *model.LLMRequest) error {
 	s, err := e.surfaceFor(ctx)
 	if err != nil {
+		return err
+	}
+	if err := runHooks(ctx, s, e.toolsetHooks, req); err != nil {
 		return err
 	}
 	if !e.cfg.DisableBlock {

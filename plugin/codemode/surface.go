@@ -19,6 +19,7 @@ type surface struct {
 	reg   *render.Registry
 	tools map[string]*surfaceTool // by dotted path
 	files map[string][]byte       // the generated tools package
+	hooks []hook                  // request processors of the tools, in order
 }
 
 type surfaceTool struct {
@@ -140,6 +141,9 @@ func staticTools(tools []tool.Tool) ([]namespacedTool, error) {
 		if t == nil {
 			return nil, fmt.Errorf("codemode: nil tool in Config.Tools")
 		}
+		if why, ok := directOnlyReason(t); ok {
+			return nil, &DirectOnlyError{Tool: t.Name(), Reason: why}
+		}
 		if _, ok := t.(runnableTool); !ok {
 			return nil, &NotRunnableError{Tool: t.Name()}
 		}
@@ -179,6 +183,9 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 	byKey := map[[2]string]runnableTool{}
 	pops := map[[2]string][2]bool{}
 	for _, nt := range all {
+		if why, ok := directOnlyReason(nt.t); ok {
+			return nil, &DirectOnlyError{Tool: nt.t.Name(), Reason: why}
+		}
 		rt, ok := nt.t.(runnableTool)
 		if !ok {
 			return nil, &NotRunnableError{Tool: nt.t.Name()}
@@ -199,7 +206,7 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codemode: %w", err)
 	}
-	s := &surface{reg: reg, tools: map[string]*surfaceTool{}, files: map[string][]byte{}}
+	s := &surface{reg: reg, tools: map[string]*surfaceTool{}, files: map[string][]byte{}, hooks: toolHooks(all)}
 	for _, e := range reg.Entries() {
 		key := [2]string{e.Namespace, e.Name}
 		st := &surfaceTool{name: e.Name, tool: byKey[key]}

@@ -1,0 +1,111 @@
+package codemode
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/model"
+)
+
+// DirectOnlyError reports a tool that does its work only as a direct tool
+// of the agent, such as loadartifactstool: Code Mode refuses it, and it
+// belongs in the agent's own Tools.
+type DirectOnlyError struct {
+	Tool   string
+	Reason string
+}
+
+func (e *DirectOnlyError) Error() string {
+	return fmt.Sprintf("codemode: tool %q cannot be called from code: %s; give it to the agent's own Tools instead of to Code Mode", e.Tool, e.Reason)
+}
+
+// hook is the request processor of one tool behind execute_code.
+type hook struct {
+	name string // the tool's ADK name, under which it packs itself
+	proc requestProcessor
+}
+
+// toolHooks lists the request processors of tools, in their order,
+// leaving out Code Mode's own tools and those that only pack their
+// declaration (packOnly), which the stub replaces.
+func toolHooks(all []namespacedTool) []hook {
+	var out []hook
+	for _, nt := range all {
+		if _, builtin := nt.t.(*artifactTool); builtin || packOnly(nt.t) {
+			continue
+		}
+		if rp, ok := nt.t.(requestProcessor); ok {
+			out = append(out, hook{name: nt.t.Name(), proc: rp})
+		}
+	}
+	return out
+}
+
+// runHooks runs the request processors of the tools behind execute_code
+// and then those of Code Mode's toolsets on req, as ADK's flow runs those
+// of direct tools and toolsets before each model request: whatever they
+// add to the instruction or the contents stays, while the declaration a
+// tool packs for itself is taken out again, since code calls it through
+// its stub. A tool the agent also has directly is skipped: the flow has
+// run its processor already. A processor's error fails the request, as in
+// the flow.
+func runHooks(ctx agent.CallbackContext, s *surface, toolsets []requestProcessorOf, req *model.LLMRequest) error {
+	if len(s.hooks) == 0 && len(toolsets) == 0 {
+		return nil
+	}
+	tc, err := processorContext(ctx)
+	if err != nil {
+		return fmt.Errorf("codemode: cannot run the request hooks of the tools behind %s: %w", ToolName, err)
+	}
+	for _, h := range s.hooks {
+		if _, direct := req.Tools[h.name]; direct {
+			continue
+		}
+		packed := 0
+		if req.Config != nil {
+			packed = len(req.Config.Tools)
+		}
+		if err := h.proc.ProcessRequest(tc, req); err != nil {
+			return fmt.Errorf("codemode: request hook of tool %q: %w", h.name, err)
+		}
+		unpack(req, h.name, packed)
+	}
+	for _, ts := range toolsets {
+		if err := ts.proc.ProcessRequest(tc, req); err != nil {
+			return fmt.Errorf("codemode: request hook of toolset %q: %w", ts.name, err)
+		}
+	}
+	return nil
+}
+
+// requestProcessorOf is a toolset with a request processor.
+type requestProcessorOf struct {
+	name string
+	proc requestProcessor
+}
+
+// unpack takes out of req the tool name that a processor packed: its
+// entry in req.Tools and its function declaration. A genai.Tool that the
+// processor appended after the first tools entries is dropped when it is
+// left with no declaration and nothing else.
+func unpack(req *model.LLMRequest, name string, tools int) {
+	delete(req.Tools, name)
+	if req.Config == nil {
+		return
+	}
+	kept := req.Config.Tools[:0]
+	for i, gt := range req.Config.Tools {
+		if gt != nil && gt.FunctionDeclarations != nil {
+			gt.FunctionDeclarations = slices.DeleteFunc(gt.FunctionDeclarations, func(d *genai.FunctionDeclaration) bool { return d != nil && d.Name == name })
+			if i >= tools && len(gt.FunctionDeclarations) == 0 && reflect.DeepEqual(*gt, genai.Tool{FunctionDeclarations: gt.FunctionDeclarations}) {
+				continue
+			}
+		}
+		kept = append(kept, gt)
+	}
+	req.Config.Tools = kept
+}
