@@ -25,8 +25,9 @@ var (
 // discoveryData fills the discovery templates with an example drawn from
 // the registry itself.
 type discoveryData struct {
-	Query string // words of the first tool's name, as a search query
-	Name  string // the first tool's dotted path, as a Python string literal
+	Module string // the module search and describe are imported from
+	Query  string // words of the first tool's name, as a search query
+	Name   string // the first tool's dotted path, as a Python string literal
 }
 
 func (r *Registry) discoveryExample() discoveryData {
@@ -35,7 +36,7 @@ func (r *Registry) discoveryExample() discoveryData {
 	if query == "" {
 		query = e.Attr
 	}
-	return discoveryData{Query: query, Name: strRepr(e.Path)}
+	return discoveryData{Module: r.Discovery(), Query: query, Name: strRepr(e.Path)}
 }
 
 func execute(t *template.Template, data any) string {
@@ -274,8 +275,8 @@ type Environment struct {
 	// Packages maps an import name to the distributions that provide it and
 	// their versions: {"yaml": {"PyYAML": "6.0.2"}}.
 	Packages map[string]map[string]string
-	// Discovery says the tools package offers search(query) and
-	// describe(name). The block then points the model to them whenever a
+	// Discovery says the block may point the model to search(query) and
+	// describe(name), which every tools package from Stubs offers. The block then points the model to them whenever a
 	// section is shown without its full docstrings, and in the pointer tier.
 	Discovery bool
 }

@@ -11,10 +11,10 @@ import (
 
 // The files of the tools package that serve search and describe.
 const (
-	// DiscoveryModule is the module defining search and describe.
-	DiscoveryModule = "tools/_discovery.py"
+	// DiscoveryFile is the module defining search and describe.
+	DiscoveryFile = "tools/_discovery.py"
 	// DiscoveryIndex holds the search index: every tool's path, raw name,
-	// import line, one-line summary and where its description starts in
+	// import line, one-line summary and where its description lies in
 	// DiscoveryDocs, and the BM25 weight of every term in every tool.
 	DiscoveryIndex = "tools/_discovery_index.json"
 	// DiscoveryDocs holds each tool's import line, signature and
@@ -126,20 +126,21 @@ func stem(w string) string {
 	return w
 }
 
-// Discovery reports whether the tools package offers search and describe:
-// it does unless a top-level tool or a namespace takes one of those names.
-func (r *Registry) Discovery() bool {
+// Discovery returns the module that search and describe are imported
+// from: "tools", unless a top-level tool or a namespace takes one of those
+// names (GitHub's API has a search namespace, for example); then
+// "tools._discovery", which no tool's name can become.
+func (r *Registry) Discovery() string {
 	for _, e := range r.entries {
-		for _, n := range [2]string{e.Attr, e.Package} {
-			if e.Package != "" && n == e.Attr {
-				continue // a namespaced tool's own name does not clash
-			}
-			if n == "search" || n == "describe" {
-				return false
-			}
+		name := e.Package
+		if name == "" {
+			name = e.Attr
+		}
+		if name == "search" || name == "describe" {
+			return "tools._discovery"
 		}
 	}
-	return true
+	return "tools"
 }
 
 // importLine is the line that imports the tool of e.
@@ -255,7 +256,7 @@ func (r *Registry) discoveryFiles() []File {
 	idx.WriteString("}}\n")
 
 	return []File{
-		{Path: DiscoveryModule, Content: discoveryModule},
+		{Path: DiscoveryFile, Content: discoveryModule},
 		{Path: DiscoveryDocs, Content: docs.String()},
 		{Path: DiscoveryIndex, Content: idx.String()},
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -267,29 +268,38 @@ func TestSearchTermsMatchPython(t *testing.T) {
 }
 
 func TestDiscoveryGivesWayToATool(t *testing.T) {
+	weather := &genai.FunctionDeclaration{Name: "get_weather", Description: "Current weather for a city."}
 	for _, tc := range []struct {
 		tool Tool
-		want bool
+		want string
 	}{
-		{Tool{Declaration: &genai.FunctionDeclaration{Name: "search"}}, false},
-		{Tool{Declaration: &genai.FunctionDeclaration{Name: "describe"}}, false},
-		{Tool{Namespace: "search", Declaration: &genai.FunctionDeclaration{Name: "web"}}, false},
-		{Tool{Namespace: "web", Declaration: &genai.FunctionDeclaration{Name: "search"}}, true},
-		{Tool{Declaration: &genai.FunctionDeclaration{Name: "find"}}, true},
+		{Tool{Declaration: &genai.FunctionDeclaration{Name: "search"}}, "tools._discovery"},
+		{Tool{Declaration: &genai.FunctionDeclaration{Name: "describe"}}, "tools._discovery"},
+		{Tool{Namespace: "search", Declaration: &genai.FunctionDeclaration{Name: "code"}}, "tools._discovery"},
+		{Tool{Namespace: "web", Declaration: &genai.FunctionDeclaration{Name: "search"}}, "tools"},
+		{Tool{Declaration: &genai.FunctionDeclaration{Name: "find"}}, "tools"},
 	} {
-		reg, err := NewRegistry([]Tool{tc.tool})
+		reg, err := NewRegistry([]Tool{tc.tool, {Declaration: weather}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		what := tc.tool.Namespace + "." + tc.tool.Declaration.Name
 		if got := reg.Discovery(); got != tc.want {
-			t.Errorf("Discovery() with %s.%s = %v, want %v", tc.tool.Namespace, tc.tool.Declaration.Name, got, tc.want)
+			t.Errorf("Discovery() with %s = %q, want %q", what, got, tc.want)
 		}
-		var has bool
-		for _, f := range reg.Stubs() {
-			has = has || f.Path == DiscoveryModule
+		answers := runDiscovery(t, reg, []map[string]any{
+			{"op": "root_exports"},
+			{"op": "search", "query": "weather"},
+		})
+		if got := string(answers[0].OK); got != strconv.FormatBool(tc.want == "tools") {
+			t.Errorf("with %s the root re-exports search and describe: %s (%s)", what, got, answers[0].Error)
 		}
-		if has != tc.want {
-			t.Errorf("with %s.%s the stubs hold %s: %v, want %v", tc.tool.Namespace, tc.tool.Declaration.Name, DiscoveryModule, has, tc.want)
+		if !strings.Contains(string(answers[1].OK), `"get_weather"`) {
+			t.Errorf("with %s search does not work: %+v", what, answers[1])
+		}
+		block := reg.Block(Environment{Discovery: true}, 10)
+		if !strings.Contains(block, "from "+tc.want+" import search, describe") {
+			t.Errorf("with %s the block does not import from %s:\n%s", what, tc.want, block)
 		}
 	}
 }

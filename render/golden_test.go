@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite the wanted outputs of render/te
 //	budget        optional block budget (default: DefaultBudget)
 //	env.json      optional Environment
 //	discovery     optional; when present, the files behind search and
-//	              describe (DiscoveryModule, DiscoveryIndex, DiscoveryDocs)
+//	              describe (DiscoveryFile, DiscoveryIndex, DiscoveryDocs)
 //	              are compared too. Other cases leave them out, as the
 //	              module is the same in every case.
 //	want/...      wanted outputs: the stub files (want/tools/...), the
@@ -125,7 +125,7 @@ func renderCase(t testing.TB, c goldenCase) map[string]string {
 	_, withDiscovery := c.files["discovery"]
 	for _, f := range reg.Stubs() {
 		switch f.Path {
-		case DiscoveryModule, DiscoveryIndex, DiscoveryDocs:
+		case DiscoveryFile, DiscoveryIndex, DiscoveryDocs:
 			if !withDiscovery {
 				continue
 			}

@@ -68,7 +68,7 @@ func runCatalog(args []string, stdout, stderr io.Writer) int {
 	}
 	var text string
 	if *block {
-		text = reg.Block(render.Environment{Discovery: reg.Discovery()}, *budget)
+		text = reg.Block(render.Environment{Discovery: true}, *budget)
 	} else {
 		text = reg.Catalog(d)
 	}

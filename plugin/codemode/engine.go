@@ -77,7 +77,7 @@ func (e *engine) prepare(ctx agent.CallbackContext, req *model.LLMRequest) error
 	}
 	if !e.cfg.DisableBlock {
 		env := environment(ctx, e.cfg.Backend)
-		env.Discovery = s.reg.Discovery()
+		env.Discovery = true // the tools package always has search and describe
 		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
 	}
 	addTool(req, e.tool)

@@ -27,7 +27,8 @@ sys.modules["codemode_runtime"] = runtime
 sys.path.insert(0, sys.argv[1])
 
 import tools  # noqa: E402
-from tools import _discovery, describe, search  # noqa: E402
+from tools import _discovery  # noqa: E402
+from tools._discovery import describe, search  # noqa: E402
 
 answers = []
 for req in json.load(sys.stdin):
@@ -42,6 +43,9 @@ for req in json.load(sys.stdin):
             ok = describe(getattr(__import__(module, fromlist=[attr]), attr))
         elif op == "terms":
             ok = _discovery._terms(req["text"], _discovery._load()["stopwords"])
+        elif op == "root_exports":
+            # whether the root of the package re-exports search and describe
+            ok = getattr(tools, "search", None) is search and getattr(tools, "describe", None) is describe
         elif op == "bound":
             _discovery._index = None
             _discovery._MAX_INDEX_BYTES = req["bytes"]
