@@ -16,8 +16,11 @@ func TestCatalog(t *testing.T) {
 		{[]string{"--detail", "names"}, "from tools.slack import send_message", "def "},
 		{[]string{"--block"}, "def get_weather(", "python-version"},
 		{[]string{"--detail", "signatures"}, "def get_weather(*, city: str | None = ...) -> Any:\n    \"\"\"Weather.\"\"\"\n", "Args:"},
-		{[]string{"--block", "--budget", "1200"}, "def get_weather(*, city: str | None = ...) -> Any:\n    \"\"\"Weather.\"\"\"\n  </tools-package>", "python-version"},
-		{[]string{"--block", "--budget", "1000"}, "from tools import get_weather\n  </tools-package>", "def "},
+		// The block points to search and describe, as the plugin's does;
+		// here the hint with even the names does not fit below the full
+		// catalog's 1,214 characters.
+		{[]string{"--block", "--budget", "1214"}, "def get_weather(", "search(query)"},
+		{[]string{"--block", "--budget", "1213"}, "`from tools import search, describe`", "# tools"},
 		{[]string{"--block", "--budget", "10"}, "too large to show", "# tools"},
 	} {
 		var out, errb bytes.Buffer
