@@ -25,9 +25,9 @@ type catalogCall struct {
 	Args map[string]any
 }
 
-func (c *catalogTool) Name() string                             { return c.decl.Name }
-func (c *catalogTool) Description() string                      { return c.decl.Description }
-func (c *catalogTool) IsLongRunning() bool                      { return false }
+func (c *catalogTool) Name() string                            { return c.decl.Name }
+func (c *catalogTool) Description() string                     { return c.decl.Description }
+func (c *catalogTool) IsLongRunning() bool                     { return false }
 func (c *catalogTool) Declaration() *genai.FunctionDeclaration { return c.decl }
 
 func (c *catalogTool) Run(_ agent.ToolContext, args any) (map[string]any, error) {
