@@ -102,3 +102,18 @@ func TestRealisticToolsRender(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDiscoveryIndex1000 builds the files behind search and describe
+// for 1,000 tools whose catalog is rendered already, the part of Stubs
+// that discovery adds.
+func BenchmarkDiscoveryIndex1000(b *testing.B) {
+	reg, err := NewRegistry(realisticTools(1000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = reg.Catalog(Full)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = reg.discoveryFiles()
+	}
+}

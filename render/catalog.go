@@ -113,6 +113,9 @@ type catalogText struct {
 	// secRunes the code points of each.
 	sections []string
 	secRunes []int
+	// spans holds, in Full detail, where each tool's signature and
+	// docstring lie in text, as byte offset and length.
+	spans [][2]int
 }
 
 func (r *Registry) catalog(d Detail) catalogText {
@@ -162,6 +165,10 @@ func (r *Registry) buildCatalog(d Detail) catalogText {
 	var sb strings.Builder
 	sb.Grow(size)
 	offsets := make([]int, 0, len(bounds))
+	var spans [][2]int
+	if d == Full {
+		spans = make([][2]int, len(r.entries))
+	}
 	for s := 0; s+1 < len(bounds); s++ {
 		start, end := bounds[s], bounds[s+1]
 		if s > 0 {
@@ -185,6 +192,7 @@ func (r *Registry) buildCatalog(d Detail) catalogText {
 				if i > start {
 					sb.WriteString("\n")
 				}
+				start := sb.Len()
 				sb.WriteString(rendered[i].catalogSig)
 				sb.WriteString("\n")
 				if d == Signatures {
@@ -193,11 +201,12 @@ func (r *Registry) buildCatalog(d Detail) catalogText {
 				}
 				sb.WriteString(rendered[i].docstring)
 				sb.WriteString("    ...\n")
+				spans[i] = [2]int{start, sb.Len() - start}
 			}
 		}
 	}
 	text := sb.String()
-	c := catalogText{text: text, sections: make([]string, len(offsets)), secRunes: make([]int, len(offsets))}
+	c := catalogText{text: text, sections: make([]string, len(offsets)), secRunes: make([]int, len(offsets)), spans: spans}
 	for i, off := range offsets {
 		end := len(text)
 		if i+1 < len(offsets) {

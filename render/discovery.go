@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 )
 
 // The files of the tools package that serve search and describe.
@@ -17,8 +18,8 @@ const (
 	// import line, one-line summary and where its description lies in
 	// DiscoveryDocs, and the BM25 weight of every term in every tool.
 	DiscoveryIndex = "tools/_discovery_index.json"
-	// DiscoveryDocs holds each tool's import line, signature and
-	// docstring, one after another; describe reads only the tool's slice.
+	// DiscoveryDocs holds every tool's signature and docstring: it is the
+	// full catalog. describe reads only the tool's slice of it.
 	DiscoveryDocs = "tools/_discovery_docs.txt"
 )
 
@@ -155,32 +156,27 @@ func importLine(e Entry) string {
 // discoveryFiles returns the discovery module, its index and its
 // descriptions.
 func (r *Registry) discoveryFiles() []File {
-	rendered := r.render()
-	summaries := make([]string, len(r.entries))
-	parallel(len(r.entries), func(i int) {
-		summaries[i] = summaryPlain(r.entries[i], r.docs[i].Root)
-	})
+	summaries := r.plainSummaries()
 
-	// The descriptions file, and where each tool's text lies in it.
-	var docs strings.Builder
-	spans := make([][2]int, len(r.entries))
-	for i, e := range r.entries {
-		start := docs.Len()
-		docs.WriteString(importLine(e) + "\n\n" + rendered[i].catalogSig + "\n" + rendered[i].docstring + "    ...\n")
-		spans[i] = [2]int{start, docs.Len() - start}
-	}
+	// The descriptions file is the full catalog, which the block has
+	// rendered already; each tool's signature and docstring is a slice of it.
+	full := r.catalog(Full)
+	spans := full.spans
 
-	// Weighted term counts per tool, and the document frequency of each term.
-	counts := make([]map[string]int, len(r.entries))
+	// Weighted term counts per tool, sorted by term, and the document
+	// frequency of each term.
+	counts := make([][]termCount, len(r.entries))
 	lengths := make([]int, len(r.entries))
 	parallel(len(r.entries), func(i int) {
 		e := r.entries[i]
-		c := map[string]int{}
+		var words []string
+		var c []termCount
 		add := func(text string, weight int) {
-			for _, t := range searchTerms(text, nil) {
-				c[t] += weight
-				lengths[i] += weight
+			words = searchTerms(text, words[:0])
+			for _, w := range words {
+				c = append(c, termCount{term: w, count: weight})
 			}
+			lengths[i] += weight * len(words)
 		}
 		add(e.Attr, weightName)
 		if e.Name != e.Attr {
@@ -195,33 +191,59 @@ func (r *Registry) discoveryFiles() []File {
 			desc = desc[:maxIndexedDescription]
 		}
 		add(desc, weightDescription)
-		counts[i] = c
+		sort.Slice(c, func(a, b int) bool { return c[a].term < c[b].term })
+		merged := c[:0]
+		for _, tc := range c {
+			if n := len(merged); n > 0 && merged[n-1].term == tc.term {
+				merged[n-1].count += tc.count
+				continue
+			}
+			merged = append(merged, tc)
+		}
+		counts[i] = merged
 	})
-	df := map[string]int{}
+	// Number the terms in sorted order, count the tools each appears in,
+	// and weigh each (term, tool) pair with BM25.
+	ids := map[string]int{}
 	total := 0
 	for i, c := range counts {
-		for t := range c {
-			df[t]++
+		for _, tc := range c {
+			if _, ok := ids[tc.term]; !ok {
+				ids[tc.term] = 0
+			}
 		}
 		total += lengths[i]
+	}
+	terms := make([]string, 0, len(ids))
+	for t := range ids {
+		terms = append(terms, t)
+	}
+	sort.Strings(terms)
+	for k, t := range terms {
+		ids[t] = k
+	}
+	df := make([]int, len(terms))
+	for _, c := range counts {
+		for k, tc := range c {
+			id := ids[tc.term]
+			df[id]++
+			c[k].id = id
+		}
 	}
 	n := float64(len(r.entries))
 	avg := 1.0
 	if len(r.entries) > 0 && total > 0 {
 		avg = float64(total) / n
 	}
-	terms := make([]string, 0, len(df))
-	for t := range df {
-		terms = append(terms, t)
-	}
-	sort.Strings(terms)
-	postings := make(map[string][]int, len(terms))
+	postings := make([][]int, len(terms))
 	for i, c := range counts {
 		norm := bm25K1 * (1 - bm25B + bm25B*float64(lengths[i])/avg)
-		for t, tf := range c {
-			idf := math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
-			w := idf * float64(tf) * (bm25K1 + 1) / (float64(tf) + norm)
-			postings[t] = append(postings[t], i, max(1, int(math.Round(w*weightScale))))
+		for _, tc := range c {
+			d := float64(df[tc.id])
+			idf := math.Log(1 + (n-d+0.5)/(d+0.5))
+			tf := float64(tc.count)
+			w := idf * tf * (bm25K1 + 1) / (tf + norm)
+			postings[tc.id] = append(postings[tc.id], i, max(1, int(math.Round(w*weightScale))))
 		}
 	}
 
@@ -230,12 +252,22 @@ func (r *Registry) discoveryFiles() []File {
 	idx.WriteString(`{"format":1,"stopwords":`)
 	writeJSON(&idx, stopwords)
 	idx.WriteString(",\n\"tools\":[")
+	var num []byte
 	for i, e := range r.entries {
 		if i > 0 {
 			idx.WriteString(",")
 		}
 		idx.WriteString("\n")
-		writeJSON(&idx, []any{e.Path, e.Name, importLine(e), summaries[i], spans[i][0], spans[i][1]})
+		idx.WriteByte('[')
+		for _, str := range [4]string{e.Path, e.Name, importLine(e), summaries[i]} {
+			writeJSONString(&idx, str)
+			idx.WriteByte(',')
+		}
+		num = strconv.AppendInt(num[:0], int64(spans[i][0]), 10)
+		num = append(num, ',')
+		num = strconv.AppendInt(num, int64(spans[i][1]), 10)
+		num = append(num, ']')
+		idx.Write(num)
 	}
 	idx.WriteString("],\n\"terms\":{")
 	for k, t := range terms {
@@ -243,23 +275,64 @@ func (r *Registry) discoveryFiles() []File {
 			idx.WriteString(",")
 		}
 		idx.WriteString("\n")
-		writeJSON(&idx, t)
-		idx.WriteString(":[")
-		for j, v := range postings[t] {
+		writeJSONString(&idx, t)
+		num = append(num[:0], ":["...)
+		for j, v := range postings[k] {
 			if j > 0 {
-				idx.WriteByte(',')
+				num = append(num, ',')
 			}
-			idx.WriteString(strconv.Itoa(v))
+			num = strconv.AppendInt(num, int64(v), 10)
 		}
-		idx.WriteString("]")
+		num = append(num, ']')
+		idx.Write(num)
 	}
 	idx.WriteString("}}\n")
 
 	return []File{
 		{Path: DiscoveryFile, Content: discoveryModule},
-		{Path: DiscoveryDocs, Content: docs.String()},
+		{Path: DiscoveryDocs, Content: full.text},
 		{Path: DiscoveryIndex, Content: idx.String()},
 	}
+}
+
+// termCount is a term of a tool with its weighted count.
+type termCount struct {
+	term  string
+	count int
+	id    int // the term's number in the sorted vocabulary
+}
+
+// writeJSONString writes s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD.
+func writeJSONString(sb *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	sb.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				sb.WriteByte('\\')
+				sb.WriteByte(c)
+			case c < 0x20:
+				sb.WriteString(`\u00`)
+				sb.WriteByte(hex[c>>4])
+				sb.WriteByte(hex[c&0xf])
+			default:
+				sb.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			sb.WriteString(`\ufffd`)
+		} else {
+			sb.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	sb.WriteByte('"')
 }
 
 func writeJSON(sb *strings.Builder, v any) {

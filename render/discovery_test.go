@@ -303,3 +303,22 @@ func TestDiscoveryGivesWayToATool(t *testing.T) {
 		}
 	}
 }
+
+// FuzzJSONString holds the index's string encoder to encoding/json: what
+// it writes decodes to the input, with invalid UTF-8 replaced.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", `a"b\c`, "line\nbreak\x00\x1f", "café ✓", "\xff\xfe", "</script>&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var sb strings.Builder
+		writeJSONString(&sb, s)
+		var got string
+		if err := json.Unmarshal([]byte(sb.String()), &got); err != nil {
+			t.Fatalf("%q encodes to invalid JSON %s: %v", s, sb.String(), err)
+		}
+		if want := string([]rune(s)); got != want { // each invalid byte becomes U+FFFD
+			t.Errorf("%q round-trips to %q", s, got)
+		}
+	})
+}

@@ -118,6 +118,9 @@ type Registry struct {
 	once     sync.Once
 	rendered []renderedTool
 
+	plainOnce sync.Once
+	plain     []string // each tool's one-line summary as plain text
+
 	stubsOnce sync.Once
 	stubs     []File
 

@@ -220,11 +220,24 @@ func summaryText(e Entry, root func() schema.Node) string {
 // summaries returns the one-line docstring of each tool, for the
 // signatures tier.
 func (r *Registry) summaries() []string {
+	plain := r.plainSummaries()
 	out := make([]string, len(r.entries))
 	parallel(len(r.entries), func(i int) {
-		out[i] = summaryLine(r.entries[i], r.docs[i].Root)
+		out[i] = quoteSummary(plain[i])
 	})
 	return out
+}
+
+// plainSummaries returns the one-line summary of each tool as plain text,
+// computed once.
+func (r *Registry) plainSummaries() []string {
+	r.plainOnce.Do(func() {
+		r.plain = make([]string, len(r.entries))
+		parallel(len(r.entries), func(i int) {
+			r.plain[i] = summaryPlain(r.entries[i], r.docs[i].Root)
+		})
+	})
+	return r.plain
 }
 
 // maxSummaryLine caps the one-line summary of the signatures tier, in runes.
@@ -233,7 +246,11 @@ const maxSummaryLine = 160
 // summaryLine is the one-line docstring of a tool in the signatures tier:
 // the first sentence of its summary, cut at a word to maxSummaryLine runes.
 func summaryLine(e Entry, root func() schema.Node) string {
-	s := summaryPlain(e, root)
+	return quoteSummary(summaryPlain(e, root))
+}
+
+// quoteSummary lays out a one-line summary as an indented docstring.
+func quoteSummary(s string) string {
 	raw := strings.ContainsRune(s, '\\')
 	var sb strings.Builder
 	sb.Grow(len(s) + 12)

@@ -2,13 +2,18 @@ package codemode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/render"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -55,4 +60,59 @@ func benchMedian(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkSearchInSandbox times search over a catalog of GitHub's size
+// (1,223 tools) inside the jail, call by call with Python's clock, and
+// reports the median call and the one-off loading of the index.
+func BenchmarkSearchInSandbox(b *testing.B) {
+	var mu sync.Mutex
+	var calls []catalogCall
+	var all []namespacedTool
+	for _, ts := range syntheticCatalog(catalogSize, &mu, &calls) {
+		tools, _ := ts.Tools(nil)
+		for _, t := range tools {
+			all = append(all, namespacedTool{ns: ts.Name(), t: t})
+		}
+	}
+	s, err := buildSurface(all, surfaceOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	code, err := os.ReadFile(filepath.Join("testdata", "search_bench.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sess, err := (&jail.Backend{}).Open(context.Background(), transport.SessionConfig{Files: s.files})
+	if errors.Is(err, jail.ErrUnsupported) {
+		b.Skip(err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sess.Close()
+	var times []time.Duration
+	var load time.Duration
+	for b.Loop() {
+		res, err := sess.Exec(context.Background(), transport.Block{Code: string(code)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out struct {
+			LoadNS  *int64  `json:"load_ns"`
+			TimesNS []int64 `json:"times_ns"`
+		}
+		if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+			b.Fatalf("bench block printed %q (%s): %v", res.Stdout, res.Stderr, err)
+		}
+		if out.LoadNS != nil {
+			load = time.Duration(*out.LoadNS)
+		}
+		for _, ns := range out.TimesNS {
+			times = append(times, time.Duration(ns))
+		}
+	}
+	b.ReportMetric(float64(benchMedian(times).Microseconds())/1000, "search-median-ms")
+	b.ReportMetric(float64(load.Microseconds())/1000, "index-load-ms")
+	b.ReportMetric(float64(len(s.files[render.DiscoveryIndex]))/1024, "index-KiB")
 }
