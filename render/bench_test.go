@@ -117,3 +117,25 @@ func BenchmarkDiscoveryIndex1000(b *testing.B) {
 		_ = reg.discoveryFiles()
 	}
 }
+
+// BenchmarkRenderTiers1000 is BenchmarkRenderCatalog1000 without the stub
+// files: what rendering the catalog into every tier costs.
+func BenchmarkRenderTiers1000(b *testing.B) {
+	tools := realisticTools(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		reg, err := NewRegistry(tools)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = reg.Catalog(Full)
+		_ = reg.Catalog(Signatures)
+		_ = reg.Catalog(Names)
+		_ = reg.Block(benchEnv, 1<<30)  // full tier
+		_ = reg.Block(benchEnv, 500000) // full and signatures
+		_ = reg.Block(benchEnv, 400000) // signatures
+		_ = reg.Block(benchEnv, 100000) // signatures and names
+		_ = reg.Block(benchEnv, 30000)  // names
+		_ = reg.Block(benchEnv, 1000)   // pointer tier
+	}
+}

@@ -26,6 +26,14 @@
 // the schema says: nested fields, descriptions, enums, bounds, formats,
 // patterns, defaults, unions and the applicator keywords.
 //
+// The package also holds search(query, limit=10) and describe(name),
+// defined in [DiscoveryFile] over an index computed here: BM25 weights of
+// the words of each tool's name, namespace, parameter names and
+// description ([DiscoveryIndex]), and the full catalog as the descriptions
+// ([DiscoveryDocs]). [Registry.Discovery] names the module to import them
+// from: "tools", or "tools._discovery" when a tool or namespace takes
+// their names.
+//
 // # Catalog and block
 //
 // [Registry.Catalog] renders the stubs as .pyi-like text, in [Full],
@@ -35,7 +43,8 @@
 // while the whole block is too large, the section that is largest at its
 // current detail drops one step (full, signatures, names); when even every
 // section's names do not fit, a pointer to discover the tools from Python
-// takes their place. [Description] returns the execute_code description for
+// takes their place. With [Environment].Discovery, a block that is not
+// full shows how to call search and describe. [Description] returns the execute_code description for
 // a block that is appended or not.
 //
 // A declared result schema (ResponseJsonSchema or Response) becomes the
