@@ -33,12 +33,16 @@
 //
 //   - before-run records the agent an invocation starts with (its root);
 //   - before-model runs on every model call of every LLM agent the runner
-//     runs. It resolves the tools (toolsets once per invocation), appends
+//     runs. It resolves the tools (toolsets once per invocation), runs the
+//     request hooks (ProcessRequest) of those tools and toolsets as the flow
+//     runs a direct tool's, without the declarations they pack, appends
 //     the <code-mode> block to the system instruction and adds execute_code
 //     to the request, both the declaration the model sees and the tool the
 //     flow runs when the model calls it. It returns (nil, nil), so the model
 //     call always proceeds; if the tools cannot be resolved (a toolset fails,
-//     two tools collide) it returns the error and the model call is skipped.
+//     two tools collide, a toolset offers a tool that works only directly,
+//     see [DirectOnlyError]) or a request hook fails, it returns the error
+//     and the model call is skipped.
 //     The block shows the sandbox's Python version and packages from the
 //     first model call on: the backend is probed once per process and the
 //     result cached by [transport.Backend] name;
