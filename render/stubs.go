@@ -243,12 +243,6 @@ func (r *Registry) plainSummaries() []string {
 // maxSummaryLine caps the one-line summary of the signatures tier, in runes.
 const maxSummaryLine = 160
 
-// summaryLine is the one-line docstring of a tool in the signatures tier:
-// the first sentence of its summary, cut at a word to maxSummaryLine runes.
-func summaryLine(e Entry, root func() schema.Node) string {
-	return quoteSummary(summaryPlain(e, root))
-}
-
 // quoteSummary lays out a one-line summary as an indented docstring.
 func quoteSummary(s string) string {
 	raw := strings.ContainsRune(s, '\\')
