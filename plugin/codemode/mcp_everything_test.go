@@ -97,15 +97,11 @@ func TestMCPEverythingFromCode(t *testing.T) {
 			_ = server.Process.Kill()
 		}
 	})
-	ts, err := mcptoolset.New(mcptoolset.Config{
-		Transport: &mcp.CommandTransport{Command: server},
-		ToolFilter: tool.StringPredicate([]string{
-			"echo", "get-sum", "get-structured-content", "gzip-file-as-resource",
-		}),
-	})
+	all, err := mcptoolset.New(mcptoolset.Config{Transport: &mcp.CommandTransport{Command: server}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ts := tool.FilterToolset(all, tool.StringPredicate([]string{"echo", "get-sum", "get-structured-content", "gzip-file-as-resource"}))
 	code := `import json
 from tools import search
 
