@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"toolset/openapi":             2,
 	"render":                      3,
 	"conformance":                 3,
+	"fidelity":                    3,
 	"schema":                      4,
 	"backend/jail":                5,
 	"backend/unsandboxed":         5,
