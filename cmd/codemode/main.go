@@ -13,6 +13,7 @@ Commands:
   doctor   show what this host can enforce, per backend
   stubs    generate the Python tools package from function declarations
   catalog  print the tool catalog or the whole <code-mode> block
+  fidelity report which schema keywords the stubs keep, drop or lose
 
 Run "codemode COMMAND --help" for the flags of a command.
 `
@@ -36,6 +37,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runStubs(rest, stdout, stderr)
 	case "catalog":
 		return runCatalog(rest, stdout, stderr)
+	case "fidelity":
+		return runFidelity(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"google.golang.org/genai"
+
+	"github.com/adk-codemode/codemode/fidelity"
+)
+
+const fidelityUsage = `Usage: codemode fidelity (--decls FILE | --openapi SPEC) [--format text|json|md]
+
+Reports, for every tool and every schema position, which keywords reach
+the Python stub or its docstring (carried), which are used while the
+schema is walked (consumed: $ref, $defs, allOf, ...), and which are left
+out with a reason (dropped) or without one (lost).
+
+FILE is a JSON array of function declarations, as for "codemode stubs".
+SPEC is the path of an OpenAPI 3.0 or 3.1 document, JSON or YAML; its
+operations become tools as in the toolset/openapi package.
+
+Exit status: 0 when nothing was lost silently; 1 when something was (each
+lost position is named on stderr); 2 for a usage or input error.
+
+Flags:
+`
+
+// runFidelity implements "codemode fidelity".
+func runFidelity(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("fidelity", fidelityUsage, stderr)
+	decls := fs.String("decls", "", "JSON `file` of function declarations")
+	spec := fs.String("openapi", "", "OpenAPI document `file`")
+	format := fs.String("format", "text", "report `format`: text, json or md")
+	if code, ok := parseFlags(fs, args, 0); !ok {
+		return code
+	}
+	var write func(*fidelity.Report, io.Writer) error
+	switch *format {
+	case "text":
+		write = (*fidelity.Report).WriteText
+	case "json":
+		write = (*fidelity.Report).WriteJSON
+	case "md":
+		write = (*fidelity.Report).WriteMarkdown
+	default:
+		fmt.Fprintf(stderr, "codemode fidelity: --format must be text, json or md, not %q\n", *format)
+		return 2
+	}
+	tools, err := loadInput(*decls, *spec, stderr, "fidelity")
+	if err != nil {
+		fmt.Fprintf(stderr, "codemode fidelity: %v\n", err)
+		if *decls == "" && *spec == "" {
+			fs.Usage()
+		}
+		return 2
+	}
+	list := make([]*genai.FunctionDeclaration, len(tools))
+	for i, t := range tools {
+		d := *t.Declaration
+		if t.Namespace != "" {
+			d.Name = t.Namespace + "." + d.Name
+		}
+		list[i] = &d
+	}
+	r, err := fidelity.Check(list)
+	if err != nil {
+		fmt.Fprintf(stderr, "codemode fidelity: %v\n", err)
+		return 2
+	}
+	if err := write(r, stdout); err != nil {
+		fmt.Fprintf(stderr, "codemode fidelity: %v\n", err)
+		return 2
+	}
+	if r.Lossless() {
+		return 0
+	}
+	for _, l := range r.Lost() {
+		fmt.Fprintf(stderr, "codemode fidelity: lost silently: tool %s, %s, keyword %s: %s\n", l.Tool, l.Position(), l.Keyword, l.Reason)
+	}
+	return 1
+}
