@@ -3,18 +3,28 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/adk-codemode/codemode/render"
 )
 
-const catalogUsage = `Usage: codemode catalog --decls FILE [--detail full|signatures|names] [--block] [--budget N]
+const catalogUsage = `Usage: codemode catalog (--decls FILE | --openapi SPEC) [--detail full|signatures|names] [--block] [--budget N]
+       codemode catalog (--decls FILE | --openapi SPEC) --format md [--out DIR]
 
 Prints the tool catalog that Code Mode shows the model.
 
 FILE is a JSON array of function declarations (name, description,
 parameters or parametersJsonSchema, and optionally response or
 responseJsonSchema for the result), each with an optional "namespace"
-field that places it in tools.<namespace>.
+field that places it in tools.<namespace>. SPEC is the path of an OpenAPI
+3.0 or 3.1 document, whose operations become tools as in toolset/openapi.
+
+With --format md it prints the catalog as Markdown docs instead: a table
+of contents, and for each tool its Python signature, a parameter table
+and its return type where one is declared. With --out the docs are
+written under DIR, one page per module (tools.md, tools.<namespace>.md)
+and index.md.
 
 With --block it prints the whole <code-mode> block appended to the system
 instruction, fitted to --budget characters: each namespace shows full
@@ -28,16 +38,30 @@ Flags:
 // runCatalog implements "codemode catalog".
 func runCatalog(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("catalog", catalogUsage, stderr)
-	decls := fs.String("decls", "", "JSON `file` of function declarations (required)")
+	decls := fs.String("decls", "", "JSON `file` of function declarations")
+	spec := fs.String("openapi", "", "OpenAPI document `file`")
+	format := fs.String("format", "text", "output `format`: text (what the model sees) or md (docs)")
+	out := fs.String("out", "", "with --format md, the `directory` to write one page per module to")
 	detail := fs.String("detail", "full", "catalog `detail`: full, signatures or names (ignored with --block)")
 	block := fs.Bool("block", false, "print the whole <code-mode> block")
 	budget := fs.Int("budget", render.DefaultBudget, "block size limit in `characters`")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
-	if *decls == "" {
-		fmt.Fprintln(stderr, "codemode catalog: --decls is required")
+	if *decls == "" && *spec == "" {
+		fmt.Fprintln(stderr, "codemode catalog: an input is required: --decls FILE or --openapi SPEC")
 		fs.Usage()
+		return 2
+	}
+	switch {
+	case *format != "text" && *format != "md":
+		fmt.Fprintf(stderr, "codemode catalog: --format must be text or md, not %q\n", *format)
+		return 2
+	case *format == "md" && *block:
+		fmt.Fprintln(stderr, "codemode catalog: --block prints what the model sees; it does not go with --format md")
+		return 2
+	case *out != "" && *format != "md":
+		fmt.Fprintln(stderr, "codemode catalog: --out writes Markdown pages; add --format md")
 		return 2
 	}
 	var d render.Detail
@@ -56,15 +80,18 @@ func runCatalog(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "codemode catalog: --budget must be positive, not %d\n", *budget)
 		return 2
 	}
-	tools, err := loadDecls(*decls)
+	tools, err := loadInput(*decls, *spec, stderr, "catalog")
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
 		return 1
 	}
 	reg, err := render.NewRegistry(tools)
 	if err != nil {
-		fmt.Fprintf(stderr, "codemode catalog: %s: %v\n", *decls, err)
+		fmt.Fprintf(stderr, "codemode catalog: %s%s: %v\n", *decls, *spec, err)
 		return 1
+	}
+	if *format == "md" {
+		return writeMarkdown(reg, *out, stdout, stderr)
 	}
 	var text string
 	if *block {
@@ -75,6 +102,29 @@ func runCatalog(args []string, stdout, stderr io.Writer) int {
 	if _, err := fmt.Fprintln(stdout, text); err != nil {
 		fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
 		return 1
+	}
+	return 0
+}
+
+// writeMarkdown prints reg's catalog as one Markdown document, or writes
+// its pages under dir.
+func writeMarkdown(reg *render.Registry, dir string, stdout, stderr io.Writer) int {
+	if dir == "" {
+		if _, err := io.WriteString(stdout, reg.Markdown()); err != nil {
+			fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
+		return 1
+	}
+	for _, p := range reg.MarkdownPages() {
+		if err := os.WriteFile(filepath.Join(dir, p.Path), []byte(p.Content), 0o644); err != nil {
+			fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
+			return 1
+		}
 	}
 	return 0
 }

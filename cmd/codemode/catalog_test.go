@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,7 +43,10 @@ func TestCatalogErrors(t *testing.T) {
 		code    int
 		message string
 	}{
-		{[]string{}, 2, "--decls is required"},
+		{[]string{}, 2, "an input is required"},
+		{[]string{"--decls", decls, "--format", "html"}, 2, "--format must be text or md"},
+		{[]string{"--decls", decls, "--format", "md", "--block"}, 2, "does not go with --format md"},
+		{[]string{"--decls", decls, "--out", t.TempDir()}, 2, "add --format md"},
 		{[]string{"--decls", decls, "--detail", "some"}, 2, "--detail must be full, signatures or names"},
 		{[]string{"--decls", decls, "--budget", "0"}, 2, "--budget must be positive"},
 		{[]string{"--decls", decls, "extra"}, 2, "unexpected argument"},
@@ -53,5 +58,37 @@ func TestCatalogErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(errb.String(), tc.message) {
 			t.Errorf("%v: exit %d, stderr %q; want %d containing %q", tc.args, code, errb.String(), tc.code, tc.message)
 		}
+	}
+}
+
+func TestCatalogGolden(t *testing.T) {
+	runGolden(t, "catalog", func(args []string, stdout, stderr *bytes.Buffer) int {
+		return runCatalog(args, stdout, stderr)
+	})
+}
+
+func TestCatalogPages(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := runCatalog([]string{"--decls", writeDecls(t, testDecls), "--format", "md", "--out", dir}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if got, want := strings.Join(names, " "), "index.md tools.md tools.slack.md"; got != want {
+		t.Errorf("pages = %s, want %s", got, want)
+	}
+	index, err := os.ReadFile(filepath.Join(dir, "index.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(index), "(tools.slack.md#tool-slack-send_message)") {
+		t.Errorf("index.md does not link to the slack page's tool anchor:\n%s", index)
 	}
 }
