@@ -117,3 +117,54 @@ func ExampleTool_resultKey() {
 	// def get_weather() -> dict[str, dict[str, Any]]:
 	//     """Current weather for a city."""
 }
+
+func ExampleRegistry_Markdown() {
+	reg, err := render.NewRegistry([]render.Tool{{
+		Declaration: &genai.FunctionDeclaration{
+			Name:        "get_weather",
+			Description: "Current weather for a city.",
+			ParametersJsonSchema: map[string]any{
+				"type":     "object",
+				"required": []any{"city"},
+				"properties": map[string]any{
+					"city":  map[string]any{"type": "string", "minLength": 1, "description": "City name."},
+					"units": map[string]any{"enum": []any{"C", "F"}, "default": "C"},
+				},
+			},
+		},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(reg.Markdown())
+	// Output:
+	// # Tool catalog
+	//
+	// ## Contents
+	//
+	// - [`tools`](#module-tools)
+	//   - [`get_weather`](#tool-get_weather): Current weather for a city.
+	//
+	// <a id="module-tools"></a>
+	//
+	// ## `tools`
+	//
+	// ```python
+	// from tools import get_weather
+	// ```
+	//
+	// <a id="tool-get_weather"></a>
+	//
+	// ### `get_weather`
+	//
+	// Current weather for a city.
+	//
+	// ```python
+	// def get_weather(*, city: str, units: Literal['C', 'F'] | None = ...) -> Any: ...
+	// ```
+	//
+	// | name | type | required | constraints | default | description |
+	// |---|---|---|---|---|---|
+	// | `city` | `str` | yes | minLength=1 |  | City name. |
+	// | `units` | `Literal['C', 'F']` | no |  | `'C'` |  |
+}
