@@ -37,15 +37,19 @@ const (
 	maxQueryRunes = 1000
 )
 
-// The fields a tool's search terms come from, with their weight in the
-// term counts: a word of the tool's name counts three times as much as a
-// word of its description.
+// The fields a tool's search terms come from.
 const (
-	weightName        = 3
-	weightNamespace   = 2
-	weightParameter   = 1
-	weightDescription = 1
+	fieldName = iota
+	fieldNamespace
+	fieldParameter
+	fieldDescription
+	numFields
 )
+
+// fieldWeights weighs a word by its field: a word of the tool's name counts
+// three times as much as a word of its description, once each field is
+// normalised for its length.
+var fieldWeights = [numFields]float64{fieldName: 3, fieldNamespace: 2, fieldParameter: 1, fieldDescription: 1}
 
 // BM25's parameters: term-frequency saturation and length normalisation.
 const (
@@ -163,39 +167,44 @@ func (r *Registry) discoveryFiles() []File {
 	full := r.catalog(Full)
 	spans := full.spans
 
-	// Weighted term counts per tool, sorted by term, and the document
-	// frequency of each term.
+	// Term counts per tool and field, sorted by term. The fields are
+	// weighed and length-normalised each on its own (BM25F), so a long
+	// description does not drown a name that says exactly what was asked.
 	counts := make([][]termCount, len(r.entries))
-	lengths := make([]int, len(r.entries))
+	lengths := make([][numFields]int, len(r.entries))
 	parallel(len(r.entries), func(i int) {
 		e := r.entries[i]
 		var words []string
 		var c []termCount
-		add := func(text string, weight int) {
+		add := func(text string, field int) {
 			words = searchTerms(text, words[:0])
 			for _, w := range words {
-				c = append(c, termCount{term: w, count: weight})
+				tc := termCount{term: w}
+				tc.counts[field] = 1
+				c = append(c, tc)
 			}
-			lengths[i] += weight * len(words)
+			lengths[i][field] += len(words)
 		}
-		add(e.Attr, weightName)
+		add(e.Attr, fieldName)
 		if e.Name != e.Attr {
-			add(e.Name, weightName)
+			add(e.Name, fieldName)
 		}
-		add(e.Namespace, weightNamespace)
+		add(e.Namespace, fieldNamespace)
 		for _, p := range r.params[i] {
-			add(p.raw, weightParameter)
+			add(p.raw, fieldParameter)
 		}
 		desc := e.Declaration.Description
 		if len(desc) > maxIndexedDescription {
 			desc = desc[:maxIndexedDescription]
 		}
-		add(desc, weightDescription)
+		add(desc, fieldDescription)
 		sort.Slice(c, func(a, b int) bool { return c[a].term < c[b].term })
 		merged := c[:0]
 		for _, tc := range c {
 			if n := len(merged); n > 0 && merged[n-1].term == tc.term {
-				merged[n-1].count += tc.count
+				for f := range numFields {
+					merged[n-1].counts[f] += tc.counts[f]
+				}
 				continue
 			}
 			merged = append(merged, tc)
@@ -203,16 +212,18 @@ func (r *Registry) discoveryFiles() []File {
 		counts[i] = merged
 	})
 	// Number the terms in sorted order, count the tools each appears in,
-	// and weigh each (term, tool) pair with BM25.
+	// and weigh each (term, tool) pair.
 	ids := map[string]int{}
-	total := 0
+	var total [numFields]int
 	for i, c := range counts {
 		for _, tc := range c {
 			if _, ok := ids[tc.term]; !ok {
 				ids[tc.term] = 0
 			}
 		}
-		total += lengths[i]
+		for f := range numFields {
+			total[f] += lengths[i][f]
+		}
 	}
 	terms := make([]string, 0, len(ids))
 	for t := range ids {
@@ -231,18 +242,27 @@ func (r *Registry) discoveryFiles() []File {
 		}
 	}
 	n := float64(len(r.entries))
-	avg := 1.0
-	if len(r.entries) > 0 && total > 0 {
-		avg = float64(total) / n
+	var avg [numFields]float64
+	for f := range numFields {
+		avg[f] = 1
+		if len(r.entries) > 0 && total[f] > 0 {
+			avg[f] = float64(total[f]) / n
+		}
 	}
 	postings := make([][]int, len(terms))
 	for i, c := range counts {
-		norm := bm25K1 * (1 - bm25B + bm25B*float64(lengths[i])/avg)
+		var norm [numFields]float64
+		for f := range numFields {
+			norm[f] = 1 - bm25B + bm25B*float64(lengths[i][f])/avg[f]
+		}
 		for _, tc := range c {
 			d := float64(df[tc.id])
 			idf := math.Log(1 + (n-d+0.5)/(d+0.5))
-			tf := float64(tc.count)
-			w := idf * tf * (bm25K1 + 1) / (tf + norm)
+			tf := 0.0
+			for f := range numFields {
+				tf += fieldWeights[f] * float64(tc.counts[f]) / norm[f]
+			}
+			w := idf * tf * (bm25K1 + 1) / (tf + bm25K1)
 			postings[tc.id] = append(postings[tc.id], i, max(1, int(math.Round(w*weightScale))))
 		}
 	}
@@ -297,9 +317,9 @@ func (r *Registry) discoveryFiles() []File {
 
 // termCount is a term of a tool with its weighted count.
 type termCount struct {
-	term  string
-	count int
-	id    int // the term's number in the sorted vocabulary
+	term   string
+	counts [numFields]int // occurrences in each field
+	id     int            // the term's number in the sorted vocabulary
 }
 
 // writeJSONString writes s as a JSON string: quotes, backslashes and
