@@ -38,7 +38,7 @@ func (l *listenFlags) register(fs *flag.FlagSet) {
 		"$PORT, when set, replaces the port. The secret comes from $"+secretEnv)
 	fs.BoolVar(&l.insecureNoAuth, "insecure-no-auth", false, "with --listen and no secret: let anyone who reaches the port run code")
 	fs.Int64Var(&l.maxMessage, "max-message", 0, "with --listen: the largest message accepted, in `bytes` (default 64 MiB)")
-	fs.Int64Var(&l.maxFiles, "max-files-bytes", 0, "with --listen: the largest tools package accepted, in `bytes` (default 100 MiB)")
+	fs.Int64Var(&l.maxFiles, "max-files-bytes", 0, "with --listen or --files-over-stdin: the largest tools package accepted, in `bytes` (default 100 MiB)")
 	fs.DurationVar(&l.handshakeTimeout, "handshake-timeout", 0, "with --listen: the longest a connection may take to send its request and tools package (default 30s)")
 	fs.DurationVar(&l.idleTimeout, "idle-timeout", 0, "with --listen: give up a connection that receives nothing, not even a pong, for this `long` (default 60s)")
 	fs.DurationVar(&l.resumeWindow, "resume-window", 0, "with --listen: keep the session this `long` after its connection is lost, for the host to resume it; negative: end it at once (default 30s)")

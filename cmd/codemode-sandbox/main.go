@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/sandboxserver/wsserve"
 	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
 func main() {
@@ -26,6 +28,8 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 	workdir := fs.String("workdir", "/workspace", "the code's working `directory`; its new and changed files are reported")
 	files := fs.String("files", "", "a `directory` to put first on sys.path (the tools package)")
 	maxOutput := fs.Int64("max-output", 0, "`bytes` kept of each output stream per block (default and most: 4 MiB)")
+	filesOverStdin := fs.Bool("files-over-stdin", false, "on stdin/stdout: read the session's files (the tools package) from the preamble that opens stdin, "+
+		"and write them to --files before the session starts (the Docker backend sends it)")
 	var l listenFlags
 	l.register(fs)
 	fs.Usage = func() {
@@ -49,7 +53,17 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 		StartTimeout:   60 * time.Second,
 	}
 	if l.addr != "" {
+		if *filesOverStdin {
+			fmt.Fprintln(stderr, "codemode-sandbox: --files-over-stdin is for stdin/stdout; with --listen the files come over the WebSocket")
+			return 2
+		}
 		return l.serve(ctx, cfg, stderr)
+	}
+	if *filesOverStdin {
+		if err := receiveFiles(stdin, cfg.FilesDir, l.maxFiles); err != nil {
+			fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)
+			return 1
+		}
 	}
 	conn := wire.NewConn(stdin, stdout, nil, wire.MaxFrameSize)
 	if err := sandboxserver.Serve(ctx, conn, cfg); err != nil {
@@ -57,4 +71,17 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+// receiveFiles reads the files preamble from stdin and writes the files
+// beneath dir, as the WebSocket server does with its files message.
+func receiveFiles(stdin io.Reader, dir string, maxBytes int64) error {
+	if dir == "" {
+		return errors.New("--files-over-stdin needs --files: a writable directory for the tools package")
+	}
+	files, err := wsproto.ReadFilesPreamble(stdin, wsproto.FileLimits{MaxBytes: maxBytes})
+	if err != nil {
+		return err
+	}
+	return wsserve.WriteFiles(dir, files)
 }

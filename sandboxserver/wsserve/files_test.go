@@ -14,7 +14,7 @@ import (
 func TestWriteFilesReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	t.Cleanup(func() { _ = os.Chmod(filepath.Join(dir, "tools"), 0o755) })
-	if err := writeFiles(dir, map[string][]byte{"tools/__init__.py": []byte("x = 1\n")}); err != nil {
+	if err := WriteFiles(dir, map[string][]byte{"tools/__init__.py": []byte("x = 1\n")}); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]os.FileMode{"tools": 0o555 | os.ModeDir, "tools/__init__.py": 0o444} {
@@ -41,9 +41,9 @@ func TestWriteFilesStaysBeneathItsDirectory(t *testing.T) {
 			if err := tc.plant(dir); err != nil {
 				t.Fatal(err)
 			}
-			err := writeFiles(dir, map[string][]byte{"tools/__init__.py": nil, "x.py": nil})
+			err := WriteFiles(dir, map[string][]byte{"tools/__init__.py": nil, "x.py": nil})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("writeFiles = %v, want an error saying %q", err, tc.want)
+				t.Fatalf("WriteFiles = %v, want an error saying %q", err, tc.want)
 			}
 			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 				t.Fatalf("a file was written outside: %v", entries)

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -177,7 +175,7 @@ func (s *server) run(ws *websocket.Conn, deadline time.Time) error {
 		serve = func(ctx context.Context, conn *wire.Conn) error {
 			return sandboxserver.ServeLaunched(ctx, conn, starter, scfg)
 		}
-	} else if err := writeFiles(s.cfg.Session.FilesDir, files); err != nil {
+	} else if err := WriteFiles(s.cfg.Session.FilesDir, files); err != nil {
 		stream.CloseWith(websocket.CloseInternalServerErr, "the sandbox could not write the session's files")
 		waitDone(stream.Done())
 		return err
@@ -207,41 +205,4 @@ func waitDone(done <-chan struct{}) {
 	case <-done:
 	case <-time.After(3 * time.Second):
 	}
-}
-
-// writeFiles writes files beneath dir, read-only, and makes the
-// directories it created read-only after them. It refuses to replace
-// anything, and to follow a symlink out of dir.
-func writeFiles(dir string, files map[string][]byte) error {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return fmt.Errorf("wsserve: the files directory: %w", err)
-	}
-	defer func() { _ = root.Close() }()
-	made := map[string]bool{}
-	for name, data := range files {
-		for d := path.Dir(name); d != "." && !made[d]; d = path.Dir(d) {
-			made[d] = true
-		}
-		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return fmt.Errorf("wsserve: session file %s: %w", name, err)
-		}
-		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
-		if err != nil {
-			return fmt.Errorf("wsserve: session file %s: %w", name, err)
-		}
-		_, err = f.Write(data)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("wsserve: session file %s: %w", name, err)
-		}
-	}
-	for d := range made {
-		if err := root.Chmod(d, 0o555); err != nil {
-			return fmt.Errorf("wsserve: session directory %s: %w", d, err)
-		}
-	}
-	return nil
 }
