@@ -6,7 +6,7 @@ BENCHTIME ?= 2000x
 # golangci-lint is pinned; `go run` builds it once into the build cache.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: demo test lint fmt vet bench fuzz golden tidy build soak
+.PHONY: demo test lint fmt vet bench fuzz golden tidy build soak image
 
 ## demo: run the demo agent (scripted model unless GOOGLE_API_KEY is set)
 demo:
@@ -23,6 +23,10 @@ lint:
 	$(GO) vet $(PKGS)
 	GOOS=darwin $(GO) vet $(PKGS)
 	$(GOLANGCI_LINT) run $(PKGS)
+
+## image: build the sandbox image codemode-sandbox:latest (images/README.md); with no BASE_IMAGE, on a Debian base made by debootstrap
+image:
+	images/sandbox/build.sh
 
 fmt:
 	gofmt -w .

@@ -26,6 +26,7 @@ var layers = map[string]int{
 	"backend/jail":                5,
 	"backend/unsandboxed":         5,
 	"backend/remote":              6,
+	"backend/docker":              6,
 	"sandboxserver/wsserve":       5,
 	"backend/jail/internal/floor": 6,
 	"sandboxserver":               6,
