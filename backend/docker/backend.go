@@ -292,4 +292,3 @@ func encodePreamble(files map[string][]byte, lim wsproto.FileLimits) ([]byte, er
 	}
 	return []byte(buf.String()), nil
 }
-

@@ -83,5 +83,15 @@ func receiveFiles(stdin io.Reader, dir string, maxBytes int64) error {
 	if err != nil {
 		return err
 	}
-	return wsserve.WriteFiles(dir, files)
+	if err := wsserve.WriteFiles(dir, files); err != nil {
+		return err
+	}
+	// Nothing may be added beside the tools package either. The code runs
+	// as this process's user, so this keeps mistakes out, not the code:
+	// the tools package is a stub, and every call it makes is checked on
+	// the host.
+	if err := os.Chmod(dir, 0o555); err != nil {
+		return fmt.Errorf("make the files directory read-only: %w", err)
+	}
+	return nil
 }

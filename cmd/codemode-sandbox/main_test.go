@@ -67,6 +67,14 @@ func TestFilesOverStdin(t *testing.T) {
 	}
 	start := func(t *testing.T) (*exec.Cmd, io.WriteCloser, io.Reader, *strings.Builder, string) {
 		files := t.TempDir()
+		t.Cleanup(func() { // the server leaves the directory read-only
+			_ = filepath.WalkDir(files, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					_ = os.Chmod(p, 0o700)
+				}
+				return nil
+			})
+		})
 		cmd := exec.Command(bin, "--python", "/usr/bin/python3", "--workdir", t.TempDir(), "--files", files, "--files-over-stdin")
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
