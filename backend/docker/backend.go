@@ -55,7 +55,7 @@ func New(cfg Config) (*Backend, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	opts := []client.Opt{client.FromEnv} // the client negotiates the API version
 	if cfg.Host != "" {
 		opts = append(opts, client.WithHost(cfg.Host))
 	}
@@ -123,7 +123,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	}
 	s, err := b.attach(ctx, c, preamble, scfg)
 	if err != nil {
-		c.remove()
+		_ = c.remove()
 		return nil, err
 	}
 	return s, nil
@@ -155,11 +155,11 @@ func (b *Backend) create(ctx context.Context, args []string) (*box, error) {
 	}
 	got, err := b.inspect(ctx, c.id)
 	if err != nil {
-		c.remove()
+		_ = c.remove()
 		return nil, err
 	}
 	if err := b.want().check(got); err != nil {
-		c.remove()
+		_ = c.remove()
 		return nil, err
 	}
 	return c, nil
@@ -189,7 +189,7 @@ func (b *Backend) attach(ctx context.Context, c *box, preamble []byte, scfg tran
 	}()
 	stream := &attached{hj: hj}
 	if _, err := hj.Conn.Write(preamble); err != nil {
-		stream.Close()
+		_ = stream.Close()
 		return nil, fmt.Errorf("docker: send the session's files to the container: %w%s", err, tailOf(stderr))
 	}
 	conn := wire.NewConn(stdout, hj.Conn, stream, wire.MaxFrameSize)
@@ -231,7 +231,8 @@ func (c *box) stop() error {
 	w := c.b.cli.ContainerWait(ctx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	select {
 	case <-w.Result:
-	case <-w.Error:
+	case err := <-w.Error: // the removal below reports what matters
+		c.b.cfg.Logger.Debug("docker: waiting for the container to exit", "container", shortID(c.id), "err", err)
 	case <-ctx.Done():
 	}
 	cancel()
@@ -257,7 +258,7 @@ func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("docker: remove container %s: %w (last: %v); remove it with `docker rm -f %s`", shortID(id), ctx.Err(), err, shortID(id))
+			return fmt.Errorf("docker: remove container %s: %w (last: %w); remove it with `docker rm -f %s`", shortID(id), ctx.Err(), err, shortID(id))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

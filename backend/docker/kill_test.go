@@ -22,7 +22,7 @@ type engineView struct{ cli *client.Client }
 
 func engineClient(t *testing.T, b *docker.Backend) engineView {
 	t.Helper()
-	cli, err := client.New(client.WithHost(b.Host()), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost(b.Host()))
 	if err != nil {
 		t.Fatal(err)
 	}

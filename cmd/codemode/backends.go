@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/adk-codemode/codemode/backend/docker"
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/backend/remote"
 	"github.com/adk-codemode/codemode/backend/unsandboxed"
@@ -37,7 +38,7 @@ var backends = map[string]backendInfo{
 const defaultBackend = "jail"
 
 func backendNames() string {
-	names := []string{"remote"}
+	names := []string{"remote", "docker"}
 	for n := range backends {
 		names = append(names, n)
 	}
@@ -48,8 +49,21 @@ func backendNames() string {
 // remoteTokenEnv names the variable that holds a remote sandbox's secret.
 const remoteTokenEnv = "CODEMODE_REMOTE_TOKEN"
 
-// newBackend returns the backend called name; url is for remote only.
-func newBackend(name, python, url string) (transport.Backend, error) {
+// newBackend returns the backend called name; url is for remote only,
+// image for docker only.
+func newBackend(name, python, url, image string) (transport.Backend, error) {
+	if image != "" && name != "docker" {
+		return nil, fmt.Errorf("--image is for --backend docker, not %s", name)
+	}
+	if name == "docker" {
+		if url != "" {
+			return nil, errors.New("--url is for --backend remote; the docker backend's engine comes from $DOCKER_HOST")
+		}
+		if python != "" {
+			return nil, errors.New("--python is not for --backend docker: the image brings its interpreter (choose it with --image)")
+		}
+		return docker.New(docker.Config{Image: image})
+	}
 	if name == "remote" {
 		if url == "" {
 			return nil, errors.New("--backend remote needs --url, the sandbox server's address")

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/docker"
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -15,8 +16,10 @@ import (
 const doctorUsage = `Usage: codemode doctor [flags]
 
 Starts a real jail and reports, per backend, which protections this host
-actually enforces, and measures cold starts. Exits non-zero when the
-default backend (jail) cannot run here.
+actually enforces, and measures cold starts. The docker column is what the
+engine at $DOCKER_HOST applied to a sandbox container of --image, read
+back from the engine. Exits non-zero when the default backend (jail)
+cannot run here.
 
 With --url, checks a remote sandbox server instead: its health, that it
 accepts this host's token (from $CODEMODE_REMOTE_TOKEN), and a round trip
@@ -30,6 +33,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("doctor", doctorUsage, stderr)
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
 	url := fs.String("url", "", "check the remote sandbox server at `address` instead")
+	image := fs.String("image", "", "the docker column's sandbox `image` (default "+docker.DefaultImage+")")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
@@ -48,6 +52,27 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 
 	e := rep.Enforcement
 	ok := jerr == nil
+	db, derr := docker.New(docker.Config{Image: *image})
+	var d docker.Enforcement
+	if derr == nil {
+		defer func() { _ = db.Close() }()
+		dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+		d, derr = db.Enforced(dctx)
+		dcancel()
+	}
+	dok := derr == nil
+	dv := func(v string) string {
+		if !dok {
+			return "-"
+		}
+		return v
+	}
+	dyn := func(b bool) string {
+		if b {
+			return dv("yes")
+		}
+		return dv("no")
+	}
 	yn := func(b bool) string {
 		if !ok {
 			return "-"
@@ -58,24 +83,24 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		return "no"
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "protection\tjail\tunsandboxed")
-	row := func(name string, jailVal string) { fmt.Fprintf(tw, "%s\t%s\tno\n", name, jailVal) }
-	row("user namespace", yn(e.UserNS))
-	row("mount namespace, read-only root", yn(e.MountNS && e.ReadOnlyRoot))
-	row("pid namespace", yn(e.PIDNS))
-	row("net namespace (no network)", yn(e.NetNS && e.Loopback && len(rep.Interfaces) <= 1 && !rep.HostLoopbackReachable))
-	row("ipc namespace", yn(e.IPCNS))
-	row("uts namespace", yn(e.UTSNS))
-	row("seccomp filter", yn(e.Seccomp))
-	row("no_new_privs", yn(e.NoNewPrivs))
-	row("capabilities dropped", yn(e.CapsDropped))
-	row("cgroup memory limit", yn(e.CgroupMemory))
-	row("cgroup pids limit", yn(e.CgroupPids))
+	fmt.Fprintln(tw, "protection\tjail\tdocker\tunsandboxed")
+	row := func(name, jailVal, dockerVal string) { fmt.Fprintf(tw, "%s\t%s\t%s\tno\n", name, jailVal, dockerVal) }
+	row("user namespace", yn(e.UserNS), dv("no (user "+d.User+")"))
+	row("mount namespace, read-only root", yn(e.MountNS && e.ReadOnlyRoot), dyn(d.ReadOnlyRoot))
+	row("pid namespace", yn(e.PIDNS), dv("yes"))
+	row("net namespace (no network)", yn(e.NetNS && e.Loopback && len(rep.Interfaces) <= 1 && !rep.HostLoopbackReachable), dyn(d.NetworkMode == "none"))
+	row("ipc namespace", yn(e.IPCNS), dv(d.IpcMode))
+	row("uts namespace", yn(e.UTSNS), dv("yes"))
+	row("seccomp filter", yn(e.Seccomp), dv(d.Seccomp))
+	row("no_new_privs", yn(e.NoNewPrivs), dyn(d.NoNewPrivileges))
+	row("capabilities dropped", yn(e.CapsDropped), dyn(d.CapDropAll))
+	row("cgroup memory limit", yn(e.CgroupMemory), dv(limit(d.MemoryBytes, "bytes")))
+	row("cgroup pids limit", yn(e.CgroupPids), dv(limit(d.PidsLimit, "")))
 	rl := "-"
 	if ok {
 		rl = fmt.Sprintf("%d set", len(e.Rlimits))
 	}
-	fmt.Fprintf(tw, "rlimits\t%s\tno\n", rl)
+	fmt.Fprintf(tw, "rlimits\t%s\t%s\tno\n", rl, dv("engine default"))
 	mode := "-"
 	if ok {
 		mode = "root (uid map: " + e.UIDMap + ")"
@@ -83,11 +108,21 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 			mode = "rootless (uid map: " + e.UIDMap + ")"
 		}
 	}
-	fmt.Fprintf(tw, "mode\t%s\thost user\n", mode)
+	fmt.Fprintf(tw, "mode\t%s\t%s\thost user\n", mode, dv(d.Engine+" "+d.EngineVersion+" at "+d.Host))
 	if ok {
-		fmt.Fprintf(tw, "cold start, python -c pass (median of %d)\t%s\t%s (bare spawn)\n", rep.Runs, rep.ColdStart.Round(100*time.Microsecond), rep.BareStart.Round(100*time.Microsecond))
+		fmt.Fprintf(tw, "cold start, python -c pass (median of %d)\t%s\t-\t%s (bare spawn)\n", rep.Runs, rep.ColdStart.Round(100*time.Microsecond), rep.BareStart.Round(100*time.Microsecond))
 	}
 	tw.Flush()
+	if dok {
+		d, env, err := sessionStart(ctx, db)
+		if err != nil {
+			fmt.Fprintf(stdout, "\ndocker session: failed: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "\ndocker session ready in %s (image %s, Python %s, %d importable packages)\n", d.Round(100*time.Microsecond), *imageOr(image), env.PythonVersion, len(env.Packages))
+		}
+	} else {
+		fmt.Fprintf(stdout, "\ndocker: %v\n", derr)
+	}
 
 	if ok {
 		fmt.Fprintln(stdout)
@@ -122,4 +157,24 @@ func sessionStart(ctx context.Context, b transport.Backend) (time.Duration, tran
 	d := time.Since(start)
 	env := s.Environment()
 	return d, env, s.Close()
+}
+
+// limit prints a limit, zero as none.
+func limit(v int64, unit string) string {
+	if v <= 0 {
+		return "none"
+	}
+	if unit != "" {
+		return fmt.Sprintf("%d %s", v, unit)
+	}
+	return fmt.Sprint(v)
+}
+
+// imageOr is the image flag, or the default image.
+func imageOr(image *string) *string {
+	if *image == "" {
+		s := docker.DefaultImage
+		return &s
+	}
+	return image
 }

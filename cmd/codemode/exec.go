@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/docker"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -55,6 +56,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&codes, "c", "Python `code` to run as one block (repeatable)")
 	backend := fs.String("backend", defaultBackend, "sandbox `name`: "+backendNames())
 	url := fs.String("url", "", "with --backend remote: the sandbox server's `address` (its secret comes from $"+remoteTokenEnv+")")
+	image := fs.String("image", "", "with --backend docker: the sandbox `image` (default "+docker.DefaultImage+", which `make image` builds); the engine comes from $DOCKER_HOST")
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
 	timeout := fs.Duration("timeout", 60*time.Second, "time limit per block; 0 means none")
 	grace := fs.Duration("grace", time.Second, "how long an interrupted block may take to stop before the worker is reset")
@@ -88,10 +90,13 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "codemode exec: --timeout must not be negative")
 		return 2
 	}
-	b, err := newBackend(*backend, *python, *url)
+	b, err := newBackend(*backend, *python, *url, *image)
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode exec: %v\n", err)
 		return 2
+	}
+	if c, ok := b.(io.Closer); ok {
+		defer func() { _ = c.Close() }()
 	}
 	var outRoot *os.Root
 	if *out != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -177,12 +178,23 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
 	}
+	columns := regexp.MustCompile(`\s{2,}`)
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "seccomp filter") || strings.HasPrefix(line, "pid namespace") {
-			if f := strings.Fields(line); f[len(f)-2] != "yes" {
-				t.Errorf("the jail should enforce this here: %q", line)
+		f := columns.Split(strings.TrimSpace(line), -1)
+		switch {
+		case strings.HasPrefix(line, "protection"):
+			if want := []string{"protection", "jail", "docker", "unsandboxed"}; !slices.Equal(f, want) {
+				t.Errorf("columns %q, want %q", f, want)
+			}
+		case strings.HasPrefix(line, "seccomp filter") || strings.HasPrefix(line, "pid namespace"):
+			if len(f) != 4 || f[1] != "yes" || f[3] != "no" {
+				t.Errorf("the jail should enforce this here, and unsandboxed not: %q", line)
 			}
 		}
+	}
+	// With an engine (CI has one), the docker column is read back from it.
+	if os.Getenv("CODEMODE_REQUIRE_DOCKER") == "1" && !strings.Contains(out, "docker session ready") {
+		t.Errorf("doctor did not start a docker session:\n%s", out)
 	}
 }
 
@@ -199,5 +211,24 @@ func TestExecGrace(t *testing.T) {
 		if !strings.Contains(errs, "did not stop "+tc.want) {
 			t.Errorf("--grace %q: stderr %q, want a reset after the grace period (%q)", tc.flag, errs, tc.want)
 		}
+	}
+}
+
+// TestExecDocker runs blocks in the Docker backend when an engine is there
+// (CI has one); the flags that belong to other backends are refused.
+func TestExecDocker(t *testing.T) {
+	if code, _, errs := runCLI(t, "", "exec", "--backend", "jail", "--image", "x", "-c", "pass"); code != 2 || !strings.Contains(errs, "--image is for --backend docker") {
+		t.Errorf("--image with the jail: exit %d, %q", code, errs)
+	}
+	if os.Getenv("DOCKER_HOST") == "" && os.Getenv("CODEMODE_REQUIRE_DOCKER") != "1" {
+		t.Skip("no DOCKER_HOST: set it to an engine's socket and run `make image` to run this test")
+	}
+	code, out, errs := runCLI(t, "", "exec", "--backend", "docker", "-c", "import os; x = os.getuid()", "-c", "print(x)")
+	if code != 0 || out != "1000\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs = runCLI(t, "", "exec", "--backend", "docker", "--image", "codemode-no-such-image:never", "-c", "pass")
+	if code == 0 || !strings.Contains(errs, "make image") {
+		t.Errorf("a missing image: exit %d, stderr %q; want it to say `make image`", code, errs)
 	}
 }

@@ -51,7 +51,7 @@ print(w["city"], w["temp_c"], f["value"])`),
 	}
 
 	// The turn is over: no container of this process is left.
-	cli, err := client.New(client.WithHost(b.Host()), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost(b.Host()))
 	if err != nil {
 		t.Fatal(err)
 	}
