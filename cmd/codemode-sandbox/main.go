@@ -65,6 +65,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 			return 1
 		}
 	}
+	startSpareThreads()
 	conn := wire.NewConn(stdin, stdout, nil, wire.MaxFrameSize)
 	if err := sandboxserver.Serve(ctx, conn, cfg); err != nil {
 		fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)
