@@ -52,6 +52,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime 3000x -count 3 ./backend/remote
 	$(GO) test -run '^$$' -bench 'SessionStart' -benchtime 30x -count 2 ./backend/remote
 	$(GO) test -run '^$$' -bench GitHub -benchtime 10x -benchmem ./toolset/openapi/
+	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 20x ./backend/docker
+	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./backend/docker
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
@@ -63,6 +65,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime $(FUZZTIME) ./transport/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFiles$$' -fuzztime $(FUZZTIME) ./transport/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFilesPreamble$$' -fuzztime $(FUZZTIME) ./transport/wsproto
 
 ## golden: rewrite golden files after an intended change (review the diff!)
 golden:
