@@ -168,9 +168,9 @@ func (b *Backend) create(ctx context.Context, args []string) (*box, error) {
 // attach starts the container attached over its standard streams, sends
 // the files preamble and waits for the ready frame.
 func (b *Backend) attach(ctx context.Context, c *box, preamble []byte, scfg transport.SessionConfig) (*wire.Client, error) {
-	hj, err := b.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	hj, err := b.attachStreams(ctx, c.id)
 	if err != nil {
-		return nil, fmt.Errorf("docker: attach to the sandbox container: %w", err)
+		return nil, err
 	}
 	if _, err := b.cli.ContainerStart(ctx, c.id, client.ContainerStartOptions{}); err != nil {
 		hj.Close()
@@ -206,6 +206,37 @@ func (b *Backend) attach(ctx context.Context, c *box, preamble []byte, scfg tran
 		return nil, fmt.Errorf("docker: the sandbox in container %s did not start: %w%s", shortID(c.id), err, tailOf(stderr))
 	}
 	return s, nil
+}
+
+// attachStreams attaches to a created container's standard streams. An
+// engine under load may refuse it with a conflict while the container is
+// still being set up (podman answers 409); that is tried again a few times.
+func (b *Backend) attachStreams(ctx context.Context, id string) (client.ContainerAttachResult, error) {
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return client.ContainerAttachResult{}, fmt.Errorf("docker: attach to the sandbox container: %w (after: %w)", ctx.Err(), err)
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+		}
+		var hj client.ContainerAttachResult
+		hj, err = b.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+		if err == nil {
+			return hj, nil
+		}
+		state := "unknown"
+		if res, ierr := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); ierr == nil && res.Container.State != nil {
+			state = string(res.Container.State.Status)
+		}
+		err = fmt.Errorf("%w (the container is %s)", err, state)
+		if state != "created" {
+			break
+		}
+		b.cfg.Logger.Warn("docker: attaching to the sandbox container failed; trying again", "container", shortID(id), "attempt", attempt+1, "err", err)
+	}
+	return client.ContainerAttachResult{}, fmt.Errorf("docker: attach to the sandbox container: %w", err)
 }
 
 // attached is the container's attached stream: closing it closes the
