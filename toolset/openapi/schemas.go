@@ -70,21 +70,28 @@ var schemaMaps = map[string]bool{
 	"properties": true, "patternProperties": true, "$defs": true, "definitions": true, "dependentSchemas": true,
 }
 
-// walk converts a schema, or with names set a map of names to schemas.
-func (c *converter) walk(n *yaml.Node, idx *index.SpecIndex, ptr string, deps *[]*def, names bool, depth int) (any, error) {
-	if depth > maxSchemaDepth {
-		return nil, docErrorf(ptr, "the schema nests deeper than %d levels", maxSchemaDepth)
-	}
+// unwrap returns the node that n stands for: a document's content or an
+// alias's target; nil for an empty document.
+func unwrap(n *yaml.Node) *yaml.Node {
 	for n != nil && (n.Kind == yaml.DocumentNode || n.Kind == yaml.AliasNode) {
 		if n.Kind == yaml.DocumentNode {
 			if len(n.Content) == 0 {
-				return nil, nil
+				return nil
 			}
 			n = n.Content[0]
 		} else {
 			n = n.Alias
 		}
 	}
+	return n
+}
+
+// walk converts a schema, or with names set a map of names to schemas.
+func (c *converter) walk(n *yaml.Node, idx *index.SpecIndex, ptr string, deps *[]*def, names bool, depth int) (any, error) {
+	if depth > maxSchemaDepth {
+		return nil, docErrorf(ptr, "the schema nests deeper than %d levels", maxSchemaDepth)
+	}
+	n = unwrap(n)
 	if n == nil {
 		return nil, nil
 	}
@@ -266,16 +273,7 @@ func (c *converter) data(n *yaml.Node, ptr string, depth int) (any, error) {
 	if depth > maxSchemaDepth {
 		return nil, docErrorf(ptr, "the value nests deeper than %d levels", maxSchemaDepth)
 	}
-	for n != nil && (n.Kind == yaml.DocumentNode || n.Kind == yaml.AliasNode) {
-		if n.Kind == yaml.DocumentNode {
-			if len(n.Content) == 0 {
-				return nil, nil
-			}
-			n = n.Content[0]
-		} else {
-			n = n.Alias
-		}
-	}
+	n = unwrap(n)
 	if n == nil {
 		return nil, nil
 	}
