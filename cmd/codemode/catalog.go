@@ -9,8 +9,8 @@ import (
 	"github.com/adk-codemode/codemode/render"
 )
 
-const catalogUsage = `Usage: codemode catalog (--decls FILE | --openapi SPEC) [--detail full|signatures|names] [--block] [--budget N]
-       codemode catalog (--decls FILE | --openapi SPEC) --format md [--out DIR]
+const catalogUsage = `Usage: codemode catalog (--decls FILE | --openapi SPEC | --mcp COMMAND) [--detail full|signatures|names] [--block] [--budget N]
+       codemode catalog (--decls FILE | --openapi SPEC | --mcp COMMAND) --format md [--out DIR]
 
 Prints the tool catalog that Code Mode shows the model.
 
@@ -19,6 +19,9 @@ parameters or parametersJsonSchema, and optionally response or
 responseJsonSchema for the result), each with an optional "namespace"
 field that places it in tools.<namespace>. SPEC is the path of an OpenAPI
 3.0 or 3.1 document, whose operations become tools as in toolset/openapi.
+COMMAND is a stdio MCP server's command line, split at spaces (no
+quoting): it is started, asked for its tools through ADK's mcptoolset,
+and stopped; its tools go in the toolset's namespace.
 
 With --format md it prints the catalog as Markdown docs instead: a table
 of contents, and for each tool its Python signature, a parameter table
@@ -38,8 +41,8 @@ Flags:
 // runCatalog implements "codemode catalog".
 func runCatalog(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("catalog", catalogUsage, stderr)
-	decls := fs.String("decls", "", "JSON `file` of function declarations")
-	spec := fs.String("openapi", "", "OpenAPI document `file`")
+	var in inputs
+	in.register(fs)
 	format := fs.String("format", "text", "output `format`: text (what the model sees) or md (docs)")
 	out := fs.String("out", "", "with --format md, the `directory` to write one page per module to")
 	detail := fs.String("detail", "full", "catalog `detail`: full, signatures or names (ignored with --block)")
@@ -48,8 +51,8 @@ func runCatalog(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
-	if *decls == "" && *spec == "" {
-		fmt.Fprintln(stderr, "codemode catalog: an input is required: --decls FILE or --openapi SPEC")
+	if in.none() {
+		fmt.Fprintln(stderr, "codemode catalog: an input is required: --decls FILE, --openapi SPEC or --mcp COMMAND")
 		fs.Usage()
 		return 2
 	}
@@ -80,14 +83,14 @@ func runCatalog(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "codemode catalog: --budget must be positive, not %d\n", *budget)
 		return 2
 	}
-	tools, err := loadInput(*decls, *spec, stderr, "catalog")
+	tools, err := in.load(stderr, "catalog")
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
 		return 1
 	}
 	reg, err := render.NewRegistry(tools)
 	if err != nil {
-		fmt.Fprintf(stderr, "codemode catalog: %s%s: %v\n", *decls, *spec, err)
+		fmt.Fprintf(stderr, "codemode catalog: %s: %v\n", in.name(), err)
 		return 1
 	}
 	if *format == "md" {

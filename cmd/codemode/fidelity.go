@@ -9,7 +9,7 @@ import (
 	"github.com/adk-codemode/codemode/fidelity"
 )
 
-const fidelityUsage = `Usage: codemode fidelity (--decls FILE | --openapi SPEC) [--format text|json|md]
+const fidelityUsage = `Usage: codemode fidelity (--decls FILE | --openapi SPEC | --mcp COMMAND) [--format text|json|md]
 
 Reports, for every tool and every schema position, which keywords reach
 the Python stub or its docstring (carried), which are used while the
@@ -19,6 +19,9 @@ out with a reason (dropped) or without one (lost).
 FILE is a JSON array of function declarations, as for "codemode stubs".
 SPEC is the path of an OpenAPI 3.0 or 3.1 document, JSON or YAML; its
 operations become tools as in the toolset/openapi package.
+COMMAND is a stdio MCP server's command line, split at spaces (no
+quoting): it is started, asked for its tools through ADK's mcptoolset,
+and stopped; its tools go in the toolset's namespace.
 
 Exit status: 0 when nothing was lost silently; 1 when something was (each
 lost position is named on stderr); 2 for a usage or input error.
@@ -29,8 +32,8 @@ Flags:
 // runFidelity implements "codemode fidelity".
 func runFidelity(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("fidelity", fidelityUsage, stderr)
-	decls := fs.String("decls", "", "JSON `file` of function declarations")
-	spec := fs.String("openapi", "", "OpenAPI document `file`")
+	var in inputs
+	in.register(fs)
 	format := fs.String("format", "text", "report `format`: text, json or md")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
@@ -47,10 +50,10 @@ func runFidelity(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "codemode fidelity: --format must be text, json or md, not %q\n", *format)
 		return 2
 	}
-	tools, err := loadInput(*decls, *spec, stderr, "fidelity")
+	tools, err := in.load(stderr, "fidelity")
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode fidelity: %v\n", err)
-		if *decls == "" && *spec == "" {
+		if in.none() {
 			fs.Usage()
 		}
 		return 2

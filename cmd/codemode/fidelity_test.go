@@ -20,7 +20,7 @@ func TestFidelityErrors(t *testing.T) {
 		message string
 	}{
 		{[]string{}, 2, "an input is required"},
-		{[]string{"--decls", decls, "--openapi", decls}, 2, "not both"},
+		{[]string{"--decls", decls, "--openapi", decls}, 2, "not several"},
 		{[]string{"--decls", decls, "--format", "html"}, 2, "--format must be text, json or md"},
 		{[]string{"--decls", writeDecls(t, "[")}, 2, "want a JSON array"},
 		{[]string{"--openapi", writeDecls(t, "openapi: [")}, 2, "codemode fidelity: "},

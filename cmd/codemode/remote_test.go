@@ -18,6 +18,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mcpServeEnv) == "1" {
+		os.Exit(serveTestMCP())
+	}
 	code := m.Run()
 	if sandboxBin != "" {
 		os.RemoveAll(filepath.Dir(sandboxBin))

@@ -14,14 +14,18 @@ import (
 	"github.com/adk-codemode/codemode/render"
 )
 
-const stubsUsage = `Usage: codemode stubs --decls FILE [--out DIR]
+const stubsUsage = `Usage: codemode stubs (--decls FILE | --openapi SPEC | --mcp COMMAND) [--out DIR]
 
 Generates the Python "tools" package that Code Mode puts in the sandbox.
 
 FILE is a JSON array of function declarations (name, description,
 parameters or parametersJsonSchema, and optionally response or
 responseJsonSchema for the result), each with an optional "namespace"
-field that places it in tools.<namespace>.
+field that places it in tools.<namespace>. SPEC is the path of an OpenAPI
+3.0 or 3.1 document, whose operations become tools as in toolset/openapi.
+COMMAND is a stdio MCP server's command line, split at spaces (no
+quoting): it is started, asked for its tools through ADK's mcptoolset,
+and stopped; its tools go in the toolset's namespace.
 
 With --out the files are written under DIR (DIR/tools/...); without it
 they are printed to stdout as one txtar archive.
@@ -32,24 +36,25 @@ Flags:
 // runStubs implements "codemode stubs".
 func runStubs(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("stubs", stubsUsage, stderr)
-	decls := fs.String("decls", "", "JSON `file` of function declarations (required)")
+	var in inputs
+	in.register(fs)
 	out := fs.String("out", "", "`directory` to write the tools package to; stdout as txtar if empty")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
-	if *decls == "" {
-		fmt.Fprintln(stderr, "codemode stubs: --decls is required")
+	if in.none() {
+		fmt.Fprintln(stderr, "codemode stubs: an input is required: --decls FILE, --openapi SPEC or --mcp COMMAND")
 		fs.Usage()
 		return 2
 	}
-	tools, err := loadDecls(*decls)
+	tools, err := in.load(stderr, "stubs")
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode stubs: %v\n", err)
 		return 1
 	}
 	reg, err := render.NewRegistry(tools)
 	if err != nil {
-		fmt.Fprintf(stderr, "codemode stubs: %s: %v\n", *decls, err)
+		fmt.Fprintf(stderr, "codemode stubs: %s: %v\n", in.name(), err)
 		return 1
 	}
 	files := reg.Stubs()

@@ -70,7 +70,7 @@ func TestStubsErrors(t *testing.T) {
 		code    int
 		message string
 	}{
-		{"no decls", nil, "", 2, "--decls is required"},
+		{"no decls", nil, "", 2, "an input is required"},
 		{"extra arg", []string{"x"}, testDecls, 2, "unexpected argument"},
 		{"bad flag", []string{"--nope"}, testDecls, 2, "nope"},
 		{"bad json", nil, `{"name": 1}`, 1, "want a JSON array"},
