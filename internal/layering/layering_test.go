@@ -2,23 +2,35 @@ package layering
 
 import (
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/adk-codemode/codemode"
 
-// layers ranks the module's packages from the top of the README's table
-// down. A package may import only packages of a higher rank. Every package
-// of the module must be listed, so a new one takes a place on purpose.
+// modules are the repository's Go modules whose packages take part in the
+// layout, by directory from the repository's root. The ADK adapters are
+// modules of their own because ADK Go v1 and v2 cannot be built together
+// (docs/adk-versions.md).
+var modules = []string{".", "adk"}
+
+// layers ranks the repository's packages from the top of the README's
+// table down, by import path below the root module's. A package may import
+// only packages of a higher rank. Every package must be listed, so a new
+// one takes a place on purpose.
 var layers = map[string]int{
-	"cmd/codemode":                0,
-	"cmd/codemode-demo":           0,
+	"adk/cmd/codemode":            0,
+	"adk/cmd/codemode-demo":       0,
+	"adk/v2/cmd/codemode-demo":    0,
 	"cmd/codemode-sandbox":        0,
-	"callbacks":                   1,
-	"toolset/openapi/e2e":         1,
-	"plugin/codemode":             2,
-	"toolset/openapi":             2,
+	"adk/callbacks":               1,
+	"adk/v2/callbacks":            1,
+	"adk/toolset/openapi/e2e":     1,
+	"adk/plugin/codemode":         2,
+	"adk/v2/plugin/codemode":      2,
+	"adk/toolset/openapi":         2,
+	"adk/v2/internal/generate":    2,
 	"render":                      3,
 	"conformance":                 3,
 	"fidelity":                    3,
@@ -40,11 +52,23 @@ var layers = map[string]int{
 }
 
 func TestImportsRunDown(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").Output()
-	if err != nil {
-		t.Skipf("go list failed (the go command is needed to check the package graph): %v", err)
+	for _, dir := range modules {
+		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
+		cmd.Dir = filepath.Join("..", "..", dir)
+		out, err := cmd.Output()
+		if err != nil {
+			if _, statErr := exec.LookPath("go"); statErr != nil {
+				t.Skipf("the go command is needed to check the package graph: %v", statErr)
+			}
+			t.Fatalf("go list in %s: %v", dir, err)
+		}
+		checkModule(t, string(out))
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+}
+
+func checkModule(t *testing.T, list string) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
 		pkg, imports, _ := strings.Cut(line, "|")
 		from := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 		rank, ok := layers[from]
@@ -60,6 +84,20 @@ func TestImportsRunDown(t *testing.T) {
 			if r, ok := layers[to]; ok && r <= rank {
 				t.Errorf("%s (layer %d) imports %s (layer %d): a package may import only packages below it", from, rank, to, r)
 			}
+			if line := adkLine(from); line != "" && adkLine(to) != "" && adkLine(to) != line {
+				t.Errorf("%s imports %s: the adapters of one ADK line may not import the other's", from, to)
+			}
 		}
 	}
+}
+
+// adkLine names the ADK line a package adapts to, or "" for the core.
+func adkLine(pkg string) string {
+	switch {
+	case strings.HasPrefix(pkg, "adk/v2/"):
+		return "v2"
+	case strings.HasPrefix(pkg, "adk/"):
+		return "v1"
+	}
+	return ""
 }

@@ -18,9 +18,9 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 
+	"github.com/adk-codemode/codemode/adk/callbacks"
+	"github.com/adk-codemode/codemode/adk/plugin/codemode"
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/callbacks"
-	"github.com/adk-codemode/codemode/plugin/codemode"
 	"github.com/adk-codemode/codemode/transport"
 )
 

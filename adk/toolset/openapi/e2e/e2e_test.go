@@ -25,9 +25,9 @@ import (
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 
+	"github.com/adk-codemode/codemode/adk/plugin/codemode"
+	"github.com/adk-codemode/codemode/adk/toolset/openapi"
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/plugin/codemode"
-	"github.com/adk-codemode/codemode/toolset/openapi"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -42,7 +42,7 @@ func listenServer(t *testing.T, secret string) string {
 			return
 		}
 		sandboxBin = filepath.Join(dir, "codemode-sandbox")
-		if out, err := exec.Command("go", "build", "-o", sandboxBin, "../codemode-sandbox").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", sandboxBin, "github.com/adk-codemode/codemode/cmd/codemode-sandbox").CombinedOutput(); err != nil {
 			sandboxBinErr = err
 			t.Logf("%s", out)
 		}

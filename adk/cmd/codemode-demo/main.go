@@ -21,9 +21,9 @@ import (
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 
+	"github.com/adk-codemode/codemode/adk/plugin/codemode"
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/backend/unsandboxed"
-	"github.com/adk-codemode/codemode/plugin/codemode"
 	"github.com/adk-codemode/codemode/transport"
 )
 

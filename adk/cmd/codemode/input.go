@@ -16,8 +16,8 @@ import (
 	"google.golang.org/adk/tool/mcptoolset"
 	"google.golang.org/genai"
 
+	"github.com/adk-codemode/codemode/adk/toolset/openapi"
 	"github.com/adk-codemode/codemode/render"
-	"github.com/adk-codemode/codemode/toolset/openapi"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

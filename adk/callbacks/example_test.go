@@ -14,8 +14,8 @@ import (
 	"google.golang.org/adk/runner"
 	"google.golang.org/adk/session"
 
-	"github.com/adk-codemode/codemode/callbacks"
-	"github.com/adk-codemode/codemode/plugin/codemode"
+	"github.com/adk-codemode/codemode/adk/callbacks"
+	"github.com/adk-codemode/codemode/adk/plugin/codemode"
 )
 
 // echoModel answers with the names of the tools declared to it.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/adk-codemode/codemode/toolset/openapi"
+	"github.com/adk-codemode/codemode/adk/toolset/openapi"
 )
 
 // githubSpec is the path of GitHub's REST description, installed by

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 
-	"github.com/adk-codemode/codemode/plugin/codemode"
+	"github.com/adk-codemode/codemode/adk/plugin/codemode"
 )
 
 // echoModel answers with the names of the tools declared to it.

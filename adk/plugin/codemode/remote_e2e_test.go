@@ -27,7 +27,7 @@ func TestTurnThroughRemoteBackend(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "codemode-sandbox")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/codemode-sandbox").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/adk-codemode/codemode/cmd/codemode-sandbox").CombinedOutput(); err != nil {
 		t.Fatalf("build the server: %v\n%s", err, out)
 	}
 	secret := []byte("plugin-e2e-secret-0123456789")

@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/adk/artifact"
 
-	"github.com/adk-codemode/codemode/plugin/codemode"
+	"github.com/adk-codemode/codemode/adk/plugin/codemode"
 )
 
 // A host goes through a session's artifacts and picks out the tool results

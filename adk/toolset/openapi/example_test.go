@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/adk-codemode/codemode/adk/toolset/openapi"
 	"github.com/adk-codemode/codemode/render"
-	"github.com/adk-codemode/codemode/toolset/openapi"
 	"google.golang.org/genai"
 )
 

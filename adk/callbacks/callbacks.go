@@ -4,7 +4,7 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
 
-	"github.com/adk-codemode/codemode/plugin/codemode"
+	"github.com/adk-codemode/codemode/adk/plugin/codemode"
 )
 
 // Set is the set of Code Mode hooks for one LLM agent: attach BeforeModel
