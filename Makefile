@@ -8,7 +8,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 
 # The repository's Go modules: the core, the ADK Go v1 adapters (adk) and
 # the v2 ones (adk/v2), which cannot share a module (docs/adk-versions.md).
-MODULES ?= . adk
+MODULES ?= . adk adk/v2
 
 .PHONY: demo demo-v2 test lint fmt vet bench fuzz golden tidy build soak image generate
 

@@ -13,7 +13,7 @@ const module = "github.com/adk-codemode/codemode"
 // layout, by directory from the repository's root. The ADK adapters are
 // modules of their own because ADK Go v1 and v2 cannot be built together
 // (docs/adk-versions.md).
-var modules = []string{".", "adk"}
+var modules = []string{".", "adk", "adk/v2"}
 
 // layers ranks the repository's packages from the top of the README's
 // table down, by import path below the root module's. A package may import
@@ -30,7 +30,7 @@ var layers = map[string]int{
 	"adk/plugin/codemode":         2,
 	"adk/v2/plugin/codemode":      2,
 	"adk/toolset/openapi":         2,
-	"adk/v2/internal/generate":    2,
+	"adk/v2/internal/fromv1":      2,
 	"render":                      3,
 	"conformance":                 3,
 	"fidelity":                    3,

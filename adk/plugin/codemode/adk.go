@@ -12,12 +12,12 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
 	"google.golang.org/adk/model"
-	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 )
 
-// This file holds everything that depends on how ADK Go v1.7 lays out its
-// unexported state. ADK keeps its plugin manager and an agent's tool
+// This file holds what depends on how ADK Go lays out its unexported
+// state and is the same in v1.7 and v2.2; adkline.go holds what differs
+// between the two lines. ADK keeps its plugin manager and an agent's tool
 // callbacks internal, yet a tool called from code must pass through both,
 // exactly as a direct call does. Everything here only reads, never writes,
 // and every path fails closed: when the layout is not what it expects, tool
@@ -117,37 +117,6 @@ func findPluginKey(ctx context.Context) (any, bool) {
 	return nil, false
 }
 
-// invocation returns the invocation context behind a callback or tool
-// context made by ADK: NewToolContext and NewCallbackContext embed it as
-// their context.Context.
-func invocation(ctx context.Context) (agent.InvocationContext, bool) {
-	for range 16 {
-		if ic, ok := ctx.(agent.InvocationContext); ok {
-			return ic, true
-		}
-		v := reflect.ValueOf(ctx)
-		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
-			if v.IsNil() {
-				return nil, false
-			}
-			v = v.Elem()
-		}
-		if v.Kind() != reflect.Struct {
-			return nil, false
-		}
-		f := v.FieldByName("Context")
-		if !f.IsValid() || !f.CanInterface() || f.Kind() != reflect.Interface || f.IsNil() {
-			return nil, false
-		}
-		next, ok := f.Interface().(context.Context)
-		if !ok {
-			return nil, false
-		}
-		ctx = next
-	}
-	return nil, false
-}
-
 // agentCallbacks are an LLM agent's own tool callbacks.
 type agentCallbacks struct {
 	before  []llmagent.BeforeToolCallback
@@ -213,20 +182,6 @@ func directOnlyReason(t tool.Tool) (string, bool) {
 	}
 	why, ok := directOnly[ty.PkgPath()]
 	return why, ok
-}
-
-// errNoInvocation means the invocation behind a callback context could not
-// be found, so no tool context can be made for the request processors.
-var errNoInvocation = errors.New("the invocation behind the model callback is not reachable with this ADK version")
-
-// processorContext makes the tool context the flow passes to request
-// processors, from the before-model callback's context.
-func processorContext(ctx agent.CallbackContext) (agent.ToolContext, error) {
-	ic, ok := invocation(ctx)
-	if !ok {
-		return nil, errNoInvocation
-	}
-	return agent.NewToolContext(ic, "", &session.EventActions{}, nil), nil
 }
 
 // packOnlyPkgs are the ADK packages whose tools' ProcessRequest, read in

@@ -58,7 +58,7 @@ func (t *artifactTool) IsLongRunning() bool                     { return false }
 func (t *artifactTool) Declaration() *genai.FunctionDeclaration { return t.decl }
 
 func (t *artifactTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
-	a := ctx.Artifacts()
+	a := artifactsOf(ctx)
 	if a == nil {
 		return nil, &ArtifactServiceUnavailableError{Tool: t.decl.Name}
 	}

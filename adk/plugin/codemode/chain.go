@@ -27,11 +27,11 @@ func (e *engine) chainFor(exec *execCall, toolName string) (chain, error) {
 	} else if e.requirePlugins {
 		return c, &CallbackError{Tool: toolName, Err: errNoPluginManager}
 	}
-	ic, ok := invocation(exec.parent)
+	a, ok := agentOf(exec.parent)
 	if !ok {
-		return c, &CallbackError{Tool: toolName, Err: errors.New("the invocation is not reachable from the tool context")}
+		return c, &CallbackError{Tool: toolName, Err: errors.New("the invocation's agent is not reachable from the tool context")}
 	}
-	cbs, err := agentToolCallbacks(ic.Agent())
+	cbs, err := agentToolCallbacks(a)
 	if err != nil {
 		return c, &CallbackError{Tool: toolName, Err: err}
 	}

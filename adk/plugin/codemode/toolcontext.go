@@ -62,7 +62,7 @@ func (c *execCall) saveFor(ctx context.Context, ctl *callControl, name string, p
 	if ctl != nil && ctl.abandoned {
 		return nil, errCallAbandoned
 	}
-	a := c.parent.Artifacts()
+	a := artifactsOf(c.parent)
 	if a == nil {
 		return nil, &ArtifactServiceUnavailableError{Tool: ToolName}
 	}
@@ -89,7 +89,7 @@ func (c *execCall) saveFor(ctx context.Context, ctl *callControl, name string, p
 }
 
 // hasArtifacts says whether the execute_code call can save artifacts.
-func (c *execCall) hasArtifacts() bool { return c.parent.Artifacts() != nil }
+func (c *execCall) hasArtifacts() bool { return artifactsOf(c.parent) != nil }
 
 // nextID returns the synthetic function call id of the next tool call.
 func (c *execCall) nextID() string {
@@ -155,7 +155,7 @@ func (c *callContext) RequestConfirmation(hint string, payload any) error {
 func (c *callContext) State() session.State { return callState{c} }
 
 func (c *callContext) Artifacts() agent.Artifacts {
-	a := c.exec.parent.Artifacts()
+	a := artifactsOf(c.exec.parent)
 	if a == nil {
 		return nil
 	}
