@@ -31,6 +31,7 @@ var packages = []string{
 	"plugin/codemode",
 	"callbacks",
 	"cmd/codemode-demo",
+	"toolset/openapi",
 }
 
 // perLine are the files written for each ADK line by hand: the v1 file is
