@@ -5,7 +5,9 @@
 // each tool call the code makes, and what the code prints.
 //
 // With GOOGLE_API_KEY set it talks to Gemini (choose the model with -model
-// or CODEMODE_MODEL). Without it, it replays a scripted model, and says so;
+// or CODEMODE_MODEL); GOOGLE_GEMINI_BASE_URL, read by the genai client,
+// sends the requests to another endpoint that speaks the Gemini API, such
+// as a proxy. Without the key, it replays a scripted model, and says so;
 // the sandbox and the tools are real either way.
 //
 //	go run ./cmd/codemode-demo
