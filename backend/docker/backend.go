@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,7 @@ const (
 // (Docker, or podman's system service), attached over its standard streams.
 type Backend struct {
 	cfg Config
+	ep  endpoint
 	cli *client.Client
 
 	engineOnce sync.Once
@@ -55,15 +57,15 @@ func New(cfg Config) (*Backend, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	opts := []client.Opt{client.FromEnv} // the client negotiates the API version
-	if cfg.Host != "" {
-		opts = append(opts, client.WithHost(cfg.Host))
-	}
-	cli, err := client.New(opts...)
+	ep, err := resolveEndpoint(cfg.Host, os.Getenv)
 	if err != nil {
-		return nil, fmt.Errorf("docker: the engine address (Config.Host or DOCKER_HOST): %w", err)
+		return nil, err
 	}
-	return &Backend{cfg: cfg, cli: cli}, nil
+	cli, err := client.New(ep.clientOpts()...) // the client negotiates the API version
+	if err != nil {
+		return nil, fmt.Errorf("docker: the engine address %s (from %s): %w", ep.host, ep.source, err)
+	}
+	return &Backend{cfg: cfg, ep: ep, cli: cli}, nil
 }
 
 // Close releases the backend's connections to the engine. Sessions still
@@ -75,6 +77,11 @@ func (b *Backend) Name() string { return "docker:" + b.cfg.Image }
 
 // Host is the engine address the backend uses.
 func (b *Backend) Host() string { return b.cli.DaemonHost() }
+
+// HostSource says where [Backend.Host] came from: "Config.Host",
+// "DOCKER_HOST", a docker CLI context and what named it (for example
+// `context "ci" (DOCKER_CONTEXT)`), or "the default socket".
+func (b *Backend) HostSource() string { return b.ep.source }
 
 // connect reaches the engine once: it negotiates the API version, learns
 // which engine it is, and removes orphaned containers.
@@ -104,8 +111,8 @@ func (b *Backend) connect(ctx context.Context) error {
 
 // unreachable explains an engine that did not answer.
 func (b *Backend) unreachable(err error) error {
-	return fmt.Errorf("docker: cannot reach the engine at %s: %w; start Docker, or point DOCKER_HOST (or Config.Host) at a running engine's socket "+
-		"(for podman: podman system service --time 0 unix:///run/podman.sock, then DOCKER_HOST=unix:///run/podman.sock)", b.cli.DaemonHost(), err)
+	return fmt.Errorf("docker: cannot reach the engine at %s (from %s): %w; start Docker, or point DOCKER_HOST (or Config.Host, or a docker context) at a running engine's socket "+
+		"(for podman: podman system service --time 0 unix:///run/podman.sock, then DOCKER_HOST=unix:///run/podman.sock)", b.cli.DaemonHost(), b.ep.source, err)
 }
 
 // Open starts a session in a fresh container.

@@ -19,11 +19,15 @@ type Config struct {
 	// Image is the sandbox image. Empty means [DefaultImage].
 	Image string
 	// Host is the engine's address, for example unix:///run/podman.sock or
-	// tcp://127.0.0.1:2376. Empty means $DOCKER_HOST, and without it the
-	// platform's default socket (/var/run/docker.sock on Linux and macOS).
-	// $DOCKER_API_VERSION, $DOCKER_CERT_PATH and $DOCKER_TLS_VERIFY apply
-	// as for the docker CLI; a CLI context is not read: point DOCKER_HOST
-	// at the context's endpoint (docker context inspect).
+	// tcp://127.0.0.1:2376. Empty means what the docker CLI would use:
+	// $DOCKER_HOST; else the docker CLI context named by $DOCKER_CONTEXT,
+	// else by currentContext in $DOCKER_CONFIG/config.json (or
+	// ~/.docker/config.json), whose docker endpoint and TLS material are
+	// read from the CLI's context store; else (or for the context
+	// "default") the platform's default socket (/var/run/docker.sock on
+	// Linux and macOS). $DOCKER_API_VERSION applies, and without a context
+	// $DOCKER_CERT_PATH and $DOCKER_TLS_VERIFY, as for the docker CLI.
+	// [Backend.HostSource] says which was used.
 	Host string
 	// User runs the container's processes, as uid:gid. Empty means
 	// "1000:1000", the image's sandbox user. Root ("0", "root") is refused.

@@ -1,7 +1,10 @@
 // Package docker is a [transport.Backend] that runs each session in a
 // fresh container of a Docker Engine API: Docker, or podman's system
 // service. It talks to the engine with the official Go client
-// (github.com/moby/moby/client) and honours DOCKER_HOST.
+// (github.com/moby/moby/client) and finds it as the docker CLI does:
+// DOCKER_HOST, else the CLI's context (DOCKER_CONTEXT, else the
+// currentContext of its config file), else the default socket
+// ([Config.Host], [Backend.HostSource]).
 //
 // The session runs over the container's attached standard input and
 // output, demultiplexed with the client's stdcopy: no port is published and

@@ -18,6 +18,7 @@ import (
 type Enforcement struct {
 	Engine, EngineVersion string
 	Host                  string // the engine's address
+	HostSource            string // where Host came from: Config.Host, DOCKER_HOST, a docker context, the default socket
 	Image                 string
 	User                  string
 	NetworkMode           string // "none": no network interface but loopback
@@ -135,7 +136,7 @@ func (b *Backend) inspect(ctx context.Context, id string) (Enforcement, error) {
 	}
 	hc := c.HostConfig
 	e := Enforcement{
-		Engine: b.engine.name, EngineVersion: b.engine.version, Host: b.cli.DaemonHost(),
+		Engine: b.engine.name, EngineVersion: b.engine.version, Host: b.cli.DaemonHost(), HostSource: b.ep.source,
 		Image:        c.Config.Image,
 		User:         c.Config.User,
 		NetworkMode:  string(hc.NetworkMode),
