@@ -59,6 +59,7 @@ bench:
 	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./sandboxserver/
 	$(GO) test -run '^$$' -bench ChangedAfterBlock10k -benchtime 300x -benchmem ./sandboxserver/
 	$(GO) test -run '^$$' -bench RenderCatalog1000 -benchtime 20x -benchmem ./render/
+	$(GO) test -run '^$$' -bench ResumableRoundTrip -benchtime 5000x -count 3 ./transport/wsproto
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime 3000x -count 3 ./backend/remote
 	$(GO) test -run '^$$' -bench 'SessionStart' -benchtime 30x -count 2 ./backend/remote
 	cd adk && $(GO) test -run '^$$' -bench GitHub -benchtime 10x -benchmem ./toolset/openapi/

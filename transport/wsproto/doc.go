@@ -53,5 +53,11 @@
 //
 // A [Resumable] supports one reader and one writer at a time, which is
 // what wire.Conn does with it: one goroutine reads, and writes are
-// serialised by the Conn. Close may be called from any goroutine.
+// serialised by the Conn. Close may be called from any goroutine. The
+// reader reads the connection itself when nothing is queued, so a message
+// reaches it without passing between goroutines; a helper reads only
+// while the peer's greeting is due or a writer waits for
+// acknowledgements and no read is under way. Acknowledgements, pings and
+// a lost connection are therefore noticed while a read is pending, as a
+// frame reader keeps one.
 package wsproto

@@ -49,6 +49,14 @@ type Redial struct {
 //
 // Read must not be called concurrently, nor Write; Close may be called
 // from any goroutine. It is what wire.NewConn needs.
+//
+// The connection is read by the goroutine that needs a message: a Read
+// with nothing queued reads the next message itself, so no hand-off
+// between goroutines stands between the network and the reader. While a
+// Write waits for acknowledgements and no Read is reading, a helper
+// goroutine reads for it. Keep a Read pending (as a frame reader does) for
+// the peer's pings, acknowledgements and a lost connection to be noticed
+// promptly.
 type Resumable struct {
 	opts   Options
 	server bool
@@ -71,8 +79,13 @@ type Resumable struct {
 	recvd        uint64 // data messages received
 	acked        uint64 // the acknowledgement last sent
 	ackTimer     *time.Timer
+	ackPending   bool     // ackTimer is set to go off
 	inq          [][]byte // data received and not yet read
 	inqBytes     int64
+
+	reading bool // a goroutine is reading link (see pump)
+	waiters int  // writers waiting for acknowledgements
+	helping bool // a helper reads for them (see help)
 
 	lostErr  error // why the connection was lost
 	retryErr error // why the last redial failed
@@ -186,8 +199,9 @@ func (r *Resumable) attach(l *Stream, first bool) {
 		hello = appendSession(nil, r.key, r.id)
 	}
 	ack := appendAck(nil, r.recvd)
+	r.cond.Broadcast() // a Read waiting for a connection reads this one
+	r.kick()
 	r.mu.Unlock()
-	go r.readLink(l)
 	for _, m := range [][]byte{hello, ack} {
 		if m == nil {
 			continue
@@ -199,38 +213,72 @@ func (r *Resumable) attach(l *Stream, first bool) {
 	}
 }
 
-// readLink reads l's messages until it fails or is replaced.
-func (r *Resumable) readLink(l *Stream) {
-	limit := max(r.opts.MaxMessageBytes, 1+keyBytes+maxSessionID) + maxHeader
-	for {
-		b, err := l.readMessage(limit)
-		if err != nil {
-			r.linkLost(l, err)
-			return
-		}
-		m, err := decodeMessage(b)
-		if err != nil {
-			r.fail(err, websocket.CloseProtocolError, err.Error())
-			return
-		}
-		if err := r.deliver(l, m); err != nil {
-			if !errors.Is(err, errStale) {
-				r.fail(err, websocket.CloseProtocolError, err.Error())
-			}
-			return
-		}
+// readLimit bounds one received message: a data message of the largest
+// size with its header, or the session message.
+func (r *Resumable) readLimit() int64 {
+	return max(r.opts.MaxMessageBytes, 1+keyBytes+maxSessionID) + maxHeader
+}
+
+// pump reads one message of the connection and applies it. It is called,
+// and returns, with r.mu held, a connection and no other reader; the lock
+// is released while the message is read.
+func (r *Resumable) pump() {
+	l := r.link
+	r.reading = true
+	r.mu.Unlock()
+	b, err := l.readMessage(r.readLimit())
+	r.mu.Lock()
+	r.reading = false
+	defer r.kick()
+	defer r.cond.Broadcast()
+	if err != nil {
+		r.linkLostLocked(l, err)
+		return
+	}
+	if r.link != l || r.err != nil {
+		l.abort() // replaced while the message arrived
+		return
+	}
+	m, err := decodeMessage(b)
+	if err == nil {
+		err = r.deliver(l, m)
+	}
+	if err != nil {
+		r.failLocked(err, websocket.CloseProtocolError, err.Error())
 	}
 }
 
-var errStale = errors.New("a replaced connection")
+// needHelp says whether the connection must be read while no Read reads
+// it: the peer's greeting is due (what is written waits for it), or
+// writers wait for acknowledgements; and what is queued for Read stays
+// within two messages. r.mu is held.
+func (r *Resumable) needHelp() bool {
+	return r.link != nil && r.err == nil && !r.reading &&
+		(r.waiters > 0 || !r.link.greeted) && r.inqBytes <= 2*r.opts.MaxMessageBytes
+}
 
-// deliver applies one message received on l.
-func (r *Resumable) deliver(l *Stream, m message) error {
+// kick starts a helper that reads the connection when it must be read and
+// no Read does. r.mu is held.
+func (r *Resumable) kick() {
+	if !r.helping && r.needHelp() {
+		r.helping = true
+		go r.help()
+	}
+}
+
+// help reads the connection while it must be and nobody else does.
+func (r *Resumable) help() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.link != l || r.err != nil {
-		return errStale
+	for r.needHelp() {
+		r.pump()
 	}
+	r.helping = false
+}
+
+// deliver applies one message received on l, the connection. r.mu is
+// held.
+func (r *Resumable) deliver(l *Stream, m message) error {
 	switch m.kind {
 	case kindSession:
 		if r.server || !r.first || r.key != nil {
@@ -265,15 +313,10 @@ func (r *Resumable) deliver(l *Stream, m message) error {
 		}
 		r.trim(m.ack)
 		r.recvd++
-		r.inq = append(r.inq, append([]byte(nil), m.payload...))
+		// readMessage returned a fresh buffer: the payload is ours.
+		r.inq = append(r.inq, m.payload)
 		r.inqBytes += int64(len(m.payload))
 		r.scheduleAck()
-		r.cond.Broadcast()
-		// Hold the peer back while the reader is behind.
-		for r.inqBytes > 2*r.opts.MaxMessageBytes && r.link == l && r.err == nil {
-			r.cond.Wait()
-		}
-		l.extend()
 	}
 	return nil
 }
@@ -303,24 +346,28 @@ const ackDelay = 20 * time.Millisecond
 // scheduleAck arranges for what has been received to be acknowledged:
 // at once when much is unacknowledged, else soon.
 func (r *Resumable) scheduleAck() {
-	var pending int64
-	for _, p := range r.inq {
-		pending += int64(len(p))
-	}
-	if r.recvd-r.acked > 64 || pending > r.opts.MaxUnackedBytes/4 {
+	if r.recvd-r.acked > 64 || r.inqBytes > r.opts.MaxUnackedBytes/4 {
 		go r.sendAck()
 		return
 	}
-	if r.ackTimer == nil {
+	switch {
+	case r.ackPending:
+	case r.ackTimer == nil:
 		r.ackTimer = time.AfterFunc(ackDelay, r.sendAck)
+		r.ackPending = true
+	default:
+		r.ackTimer.Reset(ackDelay)
+		r.ackPending = true
 	}
 }
 
+// sendAck acknowledges what has been received, unless a data message
+// carried the acknowledgement already.
 func (r *Resumable) sendAck() {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.mu.Lock()
-	r.ackTimer = nil
+	r.ackPending = false
 	l, ack := r.sending, r.recvd
 	if l == nil || ack == r.acked || r.err != nil {
 		r.mu.Unlock()
@@ -371,6 +418,10 @@ func (r *Resumable) Read(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(r.inq) == 0 && r.err == nil {
+		if r.link != nil && !r.reading {
+			r.pump()
+			continue
+		}
 		r.cond.Wait()
 	}
 	if len(r.inq) == 0 {
@@ -384,7 +435,7 @@ func (r *Resumable) Read(p []byte) (int, error) {
 		r.inq[0] = r.inq[0][n:]
 	}
 	r.inqBytes -= int64(n)
-	r.cond.Broadcast()
+	r.kick() // a helper held back by a full queue may go on
 	return n, nil
 }
 
@@ -454,9 +505,12 @@ func (r *Resumable) waitRoom(n int64) error {
 			r.cond.Broadcast()
 			r.mu.Unlock()
 		})
+		r.waiters++
+		r.kick()
 		for r.err == nil && full() && !expired {
 			r.cond.Wait()
 		}
+		r.waiters--
 		t.Stop()
 		if r.err == nil && full() {
 			reason := fmt.Sprintf("unacknowledged data exceeds %d bytes for %s", r.opts.MaxUnackedBytes, r.opts.WriteTimeout)
@@ -473,6 +527,10 @@ func (r *Resumable) waitRoom(n int64) error {
 func (r *Resumable) linkLost(l *Stream, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.linkLostLocked(l, err)
+}
+
+func (r *Resumable) linkLostLocked(l *Stream, err error) {
 	if r.link != l || r.err != nil {
 		l.abort()
 		return

@@ -22,7 +22,7 @@ import (
 // takes resumes of it, and a client dialer whose connections the test can
 // cut.
 type link struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	opts   Options
 	server chan *Resumable
@@ -33,10 +33,10 @@ type link struct {
 	dials  int
 }
 
-func newLink(t *testing.T, opts Options) *link { return newLinks(t, opts, opts) }
+func newLink(t testing.TB, opts Options) *link { return newLinks(t, opts, opts) }
 
 // newLinks gives the server's end other options.
-func newLinks(t *testing.T, opts, sopts Options) *link {
+func newLinks(t testing.TB, opts, sopts Options) *link {
 	t.Helper()
 	k := &link{t: t, opts: opts, server: make(chan *Resumable, 1)}
 	k.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
