@@ -130,6 +130,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Stream.Logger == nil {
+		cfg.Stream.Logger = cfg.Logger
+	}
 	if cfg.ResumeWindow != 0 {
 		cfg.Stream.ResumeWindow = cfg.ResumeWindow
 	}

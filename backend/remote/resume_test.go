@@ -306,3 +306,109 @@ func TestResumeRefused(t *testing.T) {
 		t.Errorf("after the refused resumes the session printed %q", got)
 	}
 }
+
+// TestResumeUnackedBound: while the link is down, the server keeps what
+// the host has not acknowledged up to its bound (16 MiB) and then holds
+// the block's further tool calls back; when the link is back, it sends
+// again no more than the bound, and every call arrives, once.
+func TestResumeUnackedBound(t *testing.T) {
+	const bound = 16 << 20
+	const calls, size = 12, 2 << 20 // 24 MiB of calls in all
+	srv := startServer(t, nil)
+	p := startProxy(t, srv.addr)
+	var mu sync.Mutex
+	seen := map[int]int{}
+	tools := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+		i, _ := c.Args["i"].(float64)
+		data, _ := c.Args["data"].(string)
+		mu.Lock()
+		seen[int(i)]++
+		mu.Unlock()
+		if len(data) != size || strings.Trim(data, "x") != "" {
+			return transport.ToolResult{Err: &transport.ToolError{Type: "ToolError", Message: "the data arrived damaged"}}
+		}
+		return transport.ToolResult{Value: int(i) * 10}
+	})
+	s := open(t, resumingBackend(t, p.URL()), transport.SessionConfig{Tools: tools})
+	done := execAsync(s, countRun+`
+import os, threading, time
+from codemode_runtime import call
+open('waiting', 'w').close()
+while not os.path.exists('go'):
+    time.sleep(0.01)
+data = 'x' * `+strconv.Itoa(size)+`
+out = [None] * `+strconv.Itoa(calls)+`
+def f(i):
+    out[i] = call('big', {'i': i, 'data': data})
+ts = [threading.Thread(target=f, args=(i,)) for i in range(len(out))]
+for th in ts:
+    th.start()
+for th in ts:
+    th.join()
+print(out)
+`)
+	waitFile(t, filepath.Join(srv.work, "waiting"))
+	p.cutAndDrop()
+	if err := os.WriteFile(filepath.Join(srv.work, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The server reports when its writes reach the bound; the link stays
+	// down until then (well inside the 30 s resume window).
+	waitRe := regexp.MustCompile(`writes wait for the peer.* unacked=(\d+) bound=(\d+) connected=false`)
+	var m []string
+	for deadline := time.Now().Add(25 * time.Second); m == nil; time.Sleep(10 * time.Millisecond) {
+		if m = waitRe.FindStringSubmatch(srv.stderr()); m == nil && time.Now().After(deadline) {
+			t.Fatalf("the server's writes never waited at the bound while the link was down; its log:\n%s", srv.stderr())
+		}
+	}
+	if unacked, _ := strconv.Atoi(m[1]); unacked > bound || unacked < bound-2*size || m[2] != strconv.Itoa(bound) {
+		t.Fatalf("the server waited with %s bytes unacknowledged, bound %s; want at most %d and within two calls of it", m[1], m[2], bound)
+	}
+	mu.Lock()
+	early := len(seen)
+	mu.Unlock()
+	if early != 0 {
+		t.Fatalf("%d calls reached the host while the link was down", early)
+	}
+	p.down.Store(false)
+
+	r := waitResult(t, done)
+	var want []string
+	for i := range calls {
+		want = append(want, strconv.Itoa(i*10))
+	}
+	if got := strings.TrimSpace(r.Stdout); got != "["+strings.Join(want, ", ")+"]" {
+		t.Errorf("the block printed %q", got)
+	}
+	mu.Lock()
+	for i := range calls {
+		if seen[i] != 1 {
+			t.Errorf("call %d reached the host %d times, want once", i, seen[i])
+		}
+	}
+	mu.Unlock()
+	resent := regexp.MustCompile(`sending again what the peer has not acknowledged.* bytes=(\d+)`).FindStringSubmatch(srv.stderr())
+	if resent == nil {
+		t.Fatalf("the server logged no resend; its log:\n%s", srv.stderr())
+	}
+	t.Logf("the server waited with %s bytes unacknowledged and sent %s again on the resumed link", m[1], resent[1])
+	if n, _ := strconv.Atoi(resent[1]); n > bound || n == 0 {
+		t.Errorf("the server sent %s bytes again on the resumed link, want at most %d", resent[1], bound)
+	}
+	if n := srv.runs(t); n != 1 {
+		t.Errorf("the block ran %d times, want once", n)
+	}
+}
+
+// waitFile waits for a file the sandbox writes.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sandbox did not write %s", path)
+		}
+	}
+}

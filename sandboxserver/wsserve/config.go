@@ -78,4 +78,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Stream.Logger == nil {
+		c.Stream.Logger = c.Logger
+	}
 }

@@ -392,7 +392,11 @@ func (r *Resumable) resend(l *Stream) {
 	}
 	seq := r.next - uint64(len(r.unacked))
 	pending := append([][]byte(nil), r.unacked...)
+	unacked := r.unackedBytes
 	r.mu.Unlock()
+	if len(pending) > 0 && r.opts.Logger != nil {
+		r.opts.Logger.Info("wsproto: sending again what the peer has not acknowledged", "messages", len(pending), "bytes", unacked, "first", seq)
+	}
 	for _, p := range pending {
 		r.mu.Lock()
 		ack := r.recvd
@@ -507,6 +511,13 @@ func (r *Resumable) waitRoom(n int64) error {
 		})
 		r.waiters++
 		r.kick()
+		if r.opts.Logger != nil {
+			unacked, connected := r.unackedBytes, r.link != nil
+			r.mu.Unlock()
+			r.opts.Logger.Info("wsproto: writes wait for the peer to acknowledge what it has not",
+				"unacked", unacked, "bound", r.opts.MaxUnackedBytes, "connected", connected)
+			r.mu.Lock()
+		}
 		for r.err == nil && full() && !expired {
 			r.cond.Wait()
 		}

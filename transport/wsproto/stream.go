@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ type Options struct {
 	// single message larger than it is still sent, alone. Zero means 16
 	// MiB.
 	MaxUnackedBytes int64
+	// Logger, if set, hears of a session's writes waiting at
+	// MaxUnackedBytes and of what a resumed connection sends again.
+	Logger *slog.Logger
 }
 
 func (o *Options) setDefaults() {
