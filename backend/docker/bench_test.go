@@ -2,11 +2,7 @@ package docker_test
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,13 +11,8 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/docker"
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/transporttest"
 )
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // dockerRunPass is `docker run --rm IMAGE python3 -c pass` through the
 // engine's API, as the docker CLI does it: create with auto-remove,
@@ -82,9 +73,9 @@ func BenchmarkSessionColdStart(b *testing.B) {
 		_ = s.Close()
 		b.StartTimer()
 	}
-	mb, ms := median(bare), median(sess)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "docker-run-ms")
-	b.ReportMetric(float64(ms.Microseconds())/1000, "session-ms")
+	mb, ms := transporttest.Median(bare), transporttest.Median(sess)
+	b.ReportMetric(transporttest.Millis(mb), "docker-run-ms")
+	b.ReportMetric(transporttest.Millis(ms), "session-ms")
 	b.ReportMetric(float64(ms)/float64(mb), "ratio")
 }
 
@@ -118,7 +109,7 @@ func BenchmarkSessionStartPooled(b *testing.B) {
 		_ = s.Close()
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(median(lat).Microseconds())/1000, "median-ms")
+	b.ReportMetric(transporttest.Millis(transporttest.Median(lat)), "median-ms")
 }
 
 // BenchmarkWarmPrint runs print(1) blocks in one warm session.
@@ -128,50 +119,16 @@ func BenchmarkWarmPrint(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	var lat []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		r, err := s.Exec(context.Background(), transport.Block{Code: "print(1)"})
-		if err != nil || r.Stdout != "1\n" {
-			b.Fatal(err, r)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	b.ReportMetric(float64(median(lat).Nanoseconds())/1000, "median-µs")
+	transporttest.BenchWarmPrint(b, s)
 }
 
 // BenchmarkToolCall makes no-op tool calls from Python in the container to
 // a Go handler on the host and back; Python times each call.
 func BenchmarkToolCall(b *testing.B) {
-	noop := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
-		return transport.ToolResult{}
-	})
-	s, err := engine(b, docker.Config{}).Open(context.Background(), transport.SessionConfig{Tools: noop})
+	s, err := engine(b, docker.Config{}).Open(context.Background(), transport.SessionConfig{Tools: transporttest.NoopTools})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	b.ResetTimer()
-	code := fmt.Sprintf(`
-import time
-from codemode_runtime import call
-lat = []
-t0 = time.perf_counter()
-for _ in range(%d):
-    a = time.perf_counter()
-    call("noop", {})
-    lat.append(time.perf_counter() - a)
-total = time.perf_counter() - t0
-lat.sort()
-print(lat[len(lat) // 2] * 1e6, %d / total)
-`, b.N, b.N)
-	r, err := s.Exec(context.Background(), transport.Block{Code: code})
-	if err != nil || r.ExitCode != 0 {
-		b.Fatal(err, r.Stderr)
-	}
-	f := strings.Fields(r.Stdout)
-	med, _ := strconv.ParseFloat(f[0], 64)
-	rate, _ := strconv.ParseFloat(f[1], 64)
-	b.ReportMetric(med, "median-µs")
-	b.ReportMetric(rate, "calls/s")
+	transporttest.BenchToolCall(b, s)
 }

@@ -3,13 +3,10 @@ package remote_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,16 +15,9 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/remote"
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/transporttest"
 	"github.com/adk-codemode/codemode/transport/wire"
 )
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
 // echo is a raw gorilla/websocket echo server on 127.0.0.1 and a client
 // of it: the floor that a round trip over a WebSocket costs here.
@@ -105,23 +95,14 @@ func BenchmarkWarmPrint(b *testing.B) {
 	e := newEcho(b, frameSize(&wire.RunFrame{ID: "b1", Code: "print(1)", GraceMS: 1000}))
 	var lat, floor, pipes []time.Duration
 	for b.Loop() {
-		lat = append(lat, timeExec(b, s, "print(1)"))
+		lat = append(lat, transporttest.ExecPrint(b, s))
 		floor = append(floor, e.roundTrip(b))
-		pipes = append(pipes, timeExec(b, st, "print(1)"))
+		pipes = append(pipes, transporttest.ExecPrint(b, st))
 	}
-	b.ReportMetric(micros(median(lat)), "median-µs")
-	b.ReportMetric(micros(median(floor)), "echo-µs")
-	b.ReportMetric(micros(median(pipes)), "stdio-µs")
-	b.ReportMetric(float64(median(lat))/float64(median(floor)), "ratio")
-}
-
-func timeExec(b *testing.B, s transport.Session, code string) time.Duration {
-	t0 := time.Now()
-	r, err := s.Exec(context.Background(), transport.Block{Code: code})
-	if err != nil || r.ExitCode != 0 {
-		b.Fatal(err, r)
-	}
-	return time.Since(t0)
+	b.ReportMetric(transporttest.Micros(transporttest.Median(lat)), "median-µs")
+	b.ReportMetric(transporttest.Micros(transporttest.Median(floor)), "echo-µs")
+	b.ReportMetric(transporttest.Micros(transporttest.Median(pipes)), "stdio-µs")
+	b.ReportMetric(float64(transporttest.Median(lat))/float64(transporttest.Median(floor)), "ratio")
 }
 
 // BenchmarkToolCall makes no-op tool calls from Python, timed by Python,
@@ -129,9 +110,7 @@ func timeExec(b *testing.B, s transport.Session, code string) time.Duration {
 // before and after, and the same calls through the same server on its
 // standard streams.
 func BenchmarkToolCall(b *testing.B) {
-	noop := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
-		return transport.ToolResult{}
-	})
+	noop := transporttest.NoopTools
 	s := benchSession(b, noop)
 	e := newEcho(b, frameSize(&wire.ToolCallFrame{ID: "c0123456789abcdef", Block: "b1", Name: "noop", Args: map[string]any{}}))
 	var floor []time.Duration
@@ -139,41 +118,19 @@ func BenchmarkToolCall(b *testing.B) {
 		floor = append(floor, e.roundTrip(b))
 	}
 	b.ResetTimer()
-	code := fmt.Sprintf(`
-import time
-from codemode_runtime import call
-lat = []
-for _ in range(%d):
-    a = time.perf_counter()
-    call("noop", {})
-    lat.append(time.perf_counter() - a)
-lat.sort()
-print(lat[len(lat) // 2] * 1e6)
-`, b.N)
-	med := pythonMedian(b, s, code)
+	med, _ := transporttest.ToolCalls(b, s, b.N)
 	b.StopTimer()
 	for range max(b.N, 100) {
 		floor = append(floor, e.roundTrip(b))
 	}
 	st := openStdio(b, nil, noop)
 	defer st.Close()
-	fl := micros(median(floor))
+	fl := transporttest.Micros(transporttest.Median(floor))
+	stdioMed, _ := transporttest.ToolCalls(b, st, b.N)
 	b.ReportMetric(med, "median-µs")
 	b.ReportMetric(fl, "echo-µs")
-	b.ReportMetric(pythonMedian(b, st, code), "stdio-µs")
+	b.ReportMetric(stdioMed, "stdio-µs")
 	b.ReportMetric(med/fl, "ratio")
-}
-
-func pythonMedian(b *testing.B, s transport.Session, code string) float64 {
-	r, err := s.Exec(context.Background(), transport.Block{Code: code})
-	if err != nil || r.ExitCode != 0 {
-		b.Fatal(err, r.Stderr)
-	}
-	med, err := strconv.ParseFloat(strings.TrimSpace(r.Stdout), 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return med
 }
 
 // BenchmarkSessionStart opens sessions three ways in one loop: with a
@@ -212,9 +169,9 @@ func BenchmarkSessionStart(b *testing.B) {
 		stdio = append(stdio, time.Since(t0))
 		s.Close()
 	}
-	b.ReportMetric(micros(median(warm))/1000, "listening-ms")
-	b.ReportMetric(micros(median(cold))/1000, "spawned-ms")
-	b.ReportMetric(micros(median(stdio))/1000, "stdio-ms")
+	b.ReportMetric(transporttest.Millis(transporttest.Median(warm)), "listening-ms")
+	b.ReportMetric(transporttest.Millis(transporttest.Median(cold)), "spawned-ms")
+	b.ReportMetric(transporttest.Millis(transporttest.Median(stdio)), "stdio-ms")
 }
 
 func openRemote(b *testing.B, url string, files map[string][]byte) transport.Session {

@@ -1,0 +1,103 @@
+package transporttest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// The benchmarks every backend runs share these helpers, so that their
+// figures in docs/benchmarks.md measure the same thing.
+
+// Median is the median of ds (the upper one of an even count).
+func Median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// Micros is d in microseconds, as b.ReportMetric takes it.
+func Micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+
+// Millis is d in milliseconds, as b.ReportMetric takes it.
+func Millis(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// ExecPrint runs a print(1) block in s and returns how long Exec took. It
+// fails b unless the block printed 1.
+func ExecPrint(b testing.TB, s transport.Session) time.Duration {
+	b.Helper()
+	t0 := time.Now()
+	r, err := s.Exec(context.Background(), transport.Block{Code: "print(1)"})
+	d := time.Since(t0)
+	if err != nil || r.Stdout != "1\n" {
+		b.Fatalf("print(1): %v %+v", err, r)
+	}
+	return d
+}
+
+// BenchWarmPrint runs a print(1) block in s per round of b's loop and
+// reports the median as median-µs.
+func BenchWarmPrint(b *testing.B, s transport.Session) {
+	var lat []time.Duration
+	for b.Loop() {
+		lat = append(lat, ExecPrint(b, s))
+	}
+	b.ReportMetric(Micros(Median(lat)), "median-µs")
+}
+
+// NoopTools answers every tool call with an empty result.
+var NoopTools transport.ToolHandler = transport.ToolHandlerFunc(func(context.Context, transport.ToolCall) transport.ToolResult {
+	return transport.ToolResult{}
+})
+
+// ToolCalls makes n calls of a tool named "noop" from Python in s, one
+// after another, timed by Python around each call, and returns their
+// median in microseconds and the calls made per second. s's tool handler
+// must answer them (see [NoopTools]).
+func ToolCalls(b testing.TB, s transport.Session, n int) (medianMicros, perSecond float64) {
+	b.Helper()
+	code := fmt.Sprintf(`
+import time
+from codemode_runtime import call
+lat = []
+t0 = time.perf_counter()
+for _ in range(%d):
+    a = time.perf_counter()
+    call("noop", {})
+    lat.append(time.perf_counter() - a)
+total = time.perf_counter() - t0
+lat.sort()
+print(lat[len(lat) // 2] * 1e6, %d / total)
+`, n, n)
+	r, err := s.Exec(context.Background(), transport.Block{Code: code})
+	if err != nil || r.ExitCode != 0 {
+		b.Fatalf("the tool calls: %v %+v", err, r)
+	}
+	f := strings.Fields(r.Stdout)
+	if len(f) != 2 {
+		b.Fatalf("the tool calls printed %q, want a median and a rate", r.Stdout)
+	}
+	med, err1 := strconv.ParseFloat(f[0], 64)
+	rate, err2 := strconv.ParseFloat(f[1], 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("the tool calls printed %q: %v %v", r.Stdout, err1, err2)
+	}
+	return med, rate
+}
+
+// BenchToolCall makes b.N no-op tool calls from Python in s (see
+// [ToolCalls]) and reports their median as median-µs and the rate as
+// calls/s.
+func BenchToolCall(b *testing.B, s transport.Session) {
+	b.ResetTimer()
+	med, rate := ToolCalls(b, s, b.N)
+	b.StopTimer()
+	b.ReportMetric(med, "median-µs")
+	b.ReportMetric(rate, "calls/s")
+}
