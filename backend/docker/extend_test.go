@@ -144,7 +144,7 @@ func TestCPUQuota(t *testing.T) {
 	}
 	s := open(t, b)
 	out := ok(t, s, `
-import os
+import os, time
 
 def read(*paths):
     for p in paths:
@@ -169,7 +169,8 @@ def throttled():
 
 before = throttled()
 n = 0
-while throttled() == before:  # busy until the quota throttles it
+give_up = time.monotonic() + 30  # a backstop: without a quota, no throttling comes
+while throttled() == before and time.monotonic() < give_up:  # busy until the quota throttles it
     for i in range(20000):
         n += i
 print(quota, period, before, throttled())
