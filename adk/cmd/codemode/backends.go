@@ -57,7 +57,7 @@ func newBackend(name, python, url, image string) (transport.Backend, error) {
 	}
 	if name == "docker" {
 		if url != "" {
-			return nil, errors.New("--url is for --backend remote; the docker backend's engine comes from $DOCKER_HOST")
+			return nil, errors.New("--url is for --backend remote; the docker backend finds its engine as the docker CLI does ($DOCKER_HOST, $DOCKER_CONTEXT, the current context)")
 		}
 		if python != "" {
 			return nil, errors.New("--python is not for --backend docker: the image brings its interpreter (choose it with --image)")

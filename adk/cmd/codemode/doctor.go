@@ -17,8 +17,9 @@ const doctorUsage = `Usage: codemode doctor [flags]
 
 Starts a real jail and reports, per backend, which protections this host
 actually enforces, and measures cold starts. The docker column is what the
-engine at $DOCKER_HOST applied to a sandbox container of --image, read
-back from the engine. Exits non-zero when the default backend (jail)
+engine applied to a sandbox container of --image, read back from the
+engine; the engine is found as the docker CLI finds it ($DOCKER_HOST, else
+$DOCKER_CONTEXT, else the current context of the docker config file). Exits non-zero when the default backend (jail)
 cannot run here.
 
 With --url, checks a remote sandbox server instead: its health, that it
@@ -108,7 +109,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 			mode = "rootless (uid map: " + e.UIDMap + ")"
 		}
 	}
-	fmt.Fprintf(tw, "mode\t%s\t%s\thost user\n", mode, dv(d.Engine+" "+d.EngineVersion+" at "+d.Host))
+	fmt.Fprintf(tw, "mode\t%s\t%s\thost user\n", mode, dv(d.Engine+" "+d.EngineVersion+" at "+d.Host+" (from "+d.HostSource+")"))
 	if ok {
 		fmt.Fprintf(tw, "cold start, python -c pass (median of %d)\t%s\t-\t%s (bare spawn)\n", rep.Runs, rep.ColdStart.Round(100*time.Microsecond), rep.BareStart.Round(100*time.Microsecond))
 	}

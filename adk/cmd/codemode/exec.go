@@ -56,7 +56,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&codes, "c", "Python `code` to run as one block (repeatable)")
 	backend := fs.String("backend", defaultBackend, "sandbox `name`: "+backendNames())
 	url := fs.String("url", "", "with --backend remote: the sandbox server's `address` (its secret comes from $"+remoteTokenEnv+")")
-	image := fs.String("image", "", "with --backend docker: the sandbox `image` (default "+docker.DefaultImage+", which `make image` builds); the engine comes from $DOCKER_HOST")
+	image := fs.String("image", "", "with --backend docker: the sandbox `image` (default "+docker.DefaultImage+", which `make image` builds); the engine is found as the docker CLI finds it ($DOCKER_HOST, $DOCKER_CONTEXT, the current context)")
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
 	timeout := fs.Duration("timeout", 60*time.Second, "time limit per block; 0 means none")
 	grace := fs.Duration("grace", time.Second, "how long an interrupted block may take to stop before the worker is reset")
