@@ -3,7 +3,7 @@ package render
 import (
 	"encoding/json"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -82,38 +82,48 @@ var stopwordSet = func() map[string]bool {
 	return m
 }()
 
+// maxStopword is the length of the longest stopword.
+var maxStopword = func() int {
+	n := 0
+	for _, w := range stopwords {
+		n = max(n, len(w))
+	}
+	return n
+}()
+
 // searchTerms splits text into search terms, the way the discovery module
 // splits a query: a lower-case letter followed by an upper-case one starts
 // a new word, runs of ASCII letters and digits are words, words are
 // lower-cased, stopwords and one-letter words are dropped, and plurals are
 // folded (stem).
 func searchTerms(text string, out []string) []string {
+	// Lower-case the text once, not word by word: ASCII folding keeps every
+	// byte offset, and a word then is a slice of the folded text.
+	folded := lower(text)
 	start := -1
-	flush := func(end int) {
-		if start >= 0 {
-			w := lower(text[start:end])
-			if len(w) > 1 && !stopwordSet[w] {
+	for i := 0; i <= len(text); i++ {
+		alnum := false
+		var c byte
+		if i < len(text) {
+			c = text[i]
+			alnum = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		}
+		if start >= 0 && (!alnum || c >= 'A' && c <= 'Z' && text[i-1] >= 'a' && text[i-1] <= 'z') {
+			if w := folded[start:i]; len(w) > 1 && !isStopword(w) {
 				out = append(out, stem(w))
 			}
+			start = -1
 		}
-		start = -1
-	}
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum {
-			flush(i)
-			continue
-		}
-		if start >= 0 && c >= 'A' && c <= 'Z' && text[i-1] >= 'a' && text[i-1] <= 'z' {
-			flush(i)
-		}
-		if start < 0 {
+		if alnum && start < 0 {
 			start = i
 		}
 	}
-	flush(len(text))
 	return out
+}
+
+// isStopword reports whether w, lower-case, is one of stopwords.
+func isStopword(w string) bool {
+	return len(w) <= maxStopword && stopwordSet[w]
 }
 
 // stem folds the common English plural endings: "repositories" to
@@ -174,16 +184,19 @@ func (r *Registry) discoveryFiles() []File {
 	lengths := make([][numFields]int, len(r.entries))
 	parallel(len(r.entries), func(i int) {
 		e := r.entries[i]
-		var words []string
-		var c []termCount
+		desc := e.Declaration.Description
+		if len(desc) > maxIndexedDescription {
+			desc = desc[:maxIndexedDescription]
+		}
+		// Every word of the tool with its field, in one slice sized for
+		// the text; sorted by term (then field), runs become counts.
+		words := make([]string, 0, 8+len(desc)/5)
+		fields := make([]fieldSpan, 0, 4+len(r.params[i]))
 		add := func(text string, field int) {
-			words = searchTerms(text, words[:0])
-			for _, w := range words {
-				tc := termCount{term: w}
-				tc.counts[field] = 1
-				c = append(c, tc)
-			}
-			lengths[i][field] += len(words)
+			n := len(words)
+			words = searchTerms(text, words)
+			fields = append(fields, fieldSpan{end: len(words), field: field})
+			lengths[i][field] += len(words) - n
 		}
 		add(e.Attr, fieldName)
 		if e.Name != e.Attr {
@@ -193,33 +206,36 @@ func (r *Registry) discoveryFiles() []File {
 		for _, p := range r.params[i] {
 			add(p.raw, fieldParameter)
 		}
-		desc := e.Declaration.Description
-		if len(desc) > maxIndexedDescription {
-			desc = desc[:maxIndexedDescription]
-		}
 		add(desc, fieldDescription)
-		sort.Slice(c, func(a, b int) bool { return c[a].term < c[b].term })
-		merged := c[:0]
-		for _, tc := range c {
-			if n := len(merged); n > 0 && merged[n-1].term == tc.term {
-				for f := range numFields {
-					merged[n-1].counts[f] += tc.counts[f]
-				}
+		tagged := make([]taggedTerm, len(words))
+		k := 0
+		for _, f := range fields {
+			for ; k < f.end; k++ {
+				tagged[k] = taggedTerm{term: words[k], field: f.field}
+			}
+		}
+		slices.SortFunc(tagged, func(a, b taggedTerm) int { return strings.Compare(a.term, b.term) })
+		c := make([]termCount, 0, len(tagged))
+		for _, t := range tagged {
+			if n := len(c); n > 0 && c[n-1].term == t.term {
+				c[n-1].counts[t.field]++
 				continue
 			}
-			merged = append(merged, tc)
+			tc := termCount{term: t.term}
+			tc.counts[t.field] = 1
+			c = append(c, tc)
 		}
-		counts[i] = merged
+		counts[i] = c
 	})
 	// Number the terms in sorted order, count the tools each appears in,
 	// and weigh each (term, tool) pair.
 	ids := map[string]int{}
 	var total [numFields]int
+	pairs := 0
 	for i, c := range counts {
+		pairs += len(c)
 		for _, tc := range c {
-			if _, ok := ids[tc.term]; !ok {
-				ids[tc.term] = 0
-			}
+			ids[tc.term] = 0
 		}
 		for f := range numFields {
 			total[f] += lengths[i][f]
@@ -229,7 +245,7 @@ func (r *Registry) discoveryFiles() []File {
 	for t := range ids {
 		terms = append(terms, t)
 	}
-	sort.Strings(terms)
+	slices.Sort(terms)
 	for k, t := range terms {
 		ids[t] = k
 	}
@@ -249,26 +265,46 @@ func (r *Registry) discoveryFiles() []File {
 			avg[f] = float64(total[f]) / n
 		}
 	}
-	postings := make([][]int, len(terms))
+	// The posting lists of all terms share one slice: term k's pairs of
+	// (tool, weight) start at start[k].
+	start := make([]int, len(terms)+1)
+	for k, d := range df {
+		start[k+1] = start[k] + 2*d
+	}
+	idf := make([]float64, len(terms))
+	for k, d := range df {
+		idf[k] = math.Log(1 + (n-float64(d)+0.5)/(float64(d)+0.5))
+	}
+	flat := make([]int, 2*pairs)
+	fill := slices.Clone(start[:len(terms)])
 	for i, c := range counts {
 		var norm [numFields]float64
 		for f := range numFields {
 			norm[f] = 1 - bm25B + bm25B*float64(lengths[i][f])/avg[f]
 		}
 		for _, tc := range c {
-			d := float64(df[tc.id])
-			idf := math.Log(1 + (n-d+0.5)/(d+0.5))
 			tf := 0.0
 			for f := range numFields {
 				tf += fieldWeights[f] * float64(tc.counts[f]) / norm[f]
 			}
-			w := idf * tf * (bm25K1 + 1) / (tf + bm25K1)
-			postings[tc.id] = append(postings[tc.id], i, max(1, int(math.Round(w*weightScale))))
+			w := idf[tc.id] * tf * (bm25K1 + 1) / (tf + bm25K1)
+			j := fill[tc.id]
+			flat[j], flat[j+1] = i, max(1, int(math.Round(w*weightScale)))
+			fill[tc.id] = j + 2
 		}
 	}
 
+	// Size the index up front: each tool's strings and numbers, each term,
+	// and about four bytes for a tool number or a weight.
+	size := 256 + 4*len(flat)
+	for i, e := range r.entries {
+		size += 2*len(e.Path) + 2*len(e.Name) + 10 + len(e.Package) + len(summaries[i]) + 32
+	}
+	for _, t := range terms {
+		size += len(t) + 8
+	}
 	var idx strings.Builder
-	idx.Grow(64*len(r.entries) + 16*len(terms))
+	idx.Grow(size)
 	idx.WriteString(`{"format":1,"stopwords":`)
 	writeJSON(&idx, stopwords)
 	idx.WriteString(",\n\"tools\":[")
@@ -297,7 +333,7 @@ func (r *Registry) discoveryFiles() []File {
 		idx.WriteString("\n")
 		writeJSONString(&idx, t)
 		num = append(num[:0], ":["...)
-		for j, v := range postings[k] {
+		for j, v := range flat[start[k]:start[k+1]] {
 			if j > 0 {
 				num = append(num, ',')
 			}
@@ -315,11 +351,22 @@ func (r *Registry) discoveryFiles() []File {
 	}
 }
 
-// termCount is a term of a tool with its weighted count.
+// termCount is a term of a tool with its counts.
 type termCount struct {
 	term   string
-	counts [numFields]int // occurrences in each field
-	id     int            // the term's number in the sorted vocabulary
+	counts [numFields]int32 // occurrences in each field
+	id     int              // the term's number in the sorted vocabulary
+}
+
+// taggedTerm is one occurrence of a term in a field of a tool.
+type taggedTerm struct {
+	term  string
+	field int
+}
+
+// fieldSpan says that a tool's words up to end come from field.
+type fieldSpan struct {
+	end, field int
 }
 
 // writeJSONString writes s as a JSON string: quotes, backslashes and
