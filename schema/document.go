@@ -186,52 +186,86 @@ func toJSON(v any) (any, error) {
 	return out, nil
 }
 
-// plainJSON copies a value that already consists of decoded JSON
+// plainJSON converts a value that already consists of decoded JSON
 // (map[string]any, []any, strings, booleans, numbers, nil), turning numbers
-// into json.Number as encoding/json would print them. It reports false for
-// anything else, which then takes the slower marshal round trip.
+// into json.Number as encoding/json would print them. Objects and arrays
+// that hold nothing to convert are kept as they are, not copied; the
+// Document only reads them. It reports false for anything else, which then
+// takes the slower marshal round trip.
 func plainJSON(v any, depth int) (any, bool) {
+	out, _, ok := convertJSON(v, depth)
+	return out, ok
+}
+
+// convertJSON is plainJSON that also reports whether the result differs
+// from v, so that an unchanged object or array is shared.
+func convertJSON(v any, depth int) (out any, changed, ok bool) {
 	if depth > 10000 {
-		return nil, false
+		return nil, false, false
 	}
 	switch t := v.(type) {
 	case nil, string, bool, json.Number:
-		return t, true
+		return t, false, true
 	case float64:
 		if math.IsInf(t, 0) || math.IsNaN(t) {
-			return nil, false
+			return nil, false, false
 		}
 		b, err := json.Marshal(t)
 		if err != nil {
-			return nil, false
+			return nil, false, false
 		}
-		return json.Number(b), true
+		return json.Number(b), true, true
 	case int:
-		return json.Number(strconv.Itoa(t)), true
+		return json.Number(strconv.Itoa(t)), true, true
 	case int64:
-		return json.Number(strconv.FormatInt(t, 10)), true
+		return json.Number(strconv.FormatInt(t, 10)), true, true
 	case map[string]any:
-		out := make(map[string]any, len(t))
+		// The converted members, kept until the end: the object is copied
+		// only when one of them differs.
+		type member struct {
+			key string
+			val any
+		}
+		var buf [16]member
+		members := buf[:0]
+		changed := false
 		for k, e := range t {
-			c, ok := plainJSON(e, depth+1)
+			c, ch, ok := convertJSON(e, depth+1)
 			if !ok {
-				return nil, false
+				return nil, false, false
 			}
-			out[k] = c
+			changed = changed || ch
+			members = append(members, member{k, c})
 		}
-		return out, true
+		if !changed {
+			return t, false, true
+		}
+		copied := make(map[string]any, len(t))
+		for _, m := range members {
+			copied[m.key] = m.val
+		}
+		return copied, true, true
 	case []any:
-		out := make([]any, len(t))
+		var copied []any
 		for i, e := range t {
-			c, ok := plainJSON(e, depth+1)
+			c, ch, ok := convertJSON(e, depth+1)
 			if !ok {
-				return nil, false
+				return nil, false, false
 			}
-			out[i] = c
+			if ch && copied == nil {
+				copied = make([]any, len(t))
+				copy(copied, t)
+			}
+			if copied != nil {
+				copied[i] = c
+			}
 		}
-		return out, true
+		if copied == nil {
+			return t, false, true
+		}
+		return copied, true, true
 	}
-	return nil, false
+	return nil, false, false
 }
 
 // Raw returns the decoded JSON value of the whole document. Callers must not
