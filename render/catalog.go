@@ -446,6 +446,11 @@ type DescriptionConfig struct {
 	// instruction; without it the description tells the model to discover
 	// the tools package itself.
 	BlockAppended bool
+	// DiscoveryModule is the module search and describe are imported from
+	// (Registry.Discovery, or "tools._discovery", which always has them).
+	// When it is set and the block is not appended, the description tells
+	// the model to find tools with them. Empty leaves them unmentioned.
+	DiscoveryModule string
 	// ArtifactTools says save_artifact and load_artifact are available.
 	ArtifactTools bool
 	// Timeout is the limit on one execute_code call; zero for none.
@@ -453,14 +458,15 @@ type DescriptionConfig struct {
 }
 
 type descriptionData struct {
-	BlockAppended bool
-	ArtifactTools bool
-	Timeout       string
+	BlockAppended   bool
+	DiscoveryModule string
+	ArtifactTools   bool
+	Timeout         string
 }
 
 // Description returns the description of the execute_code tool.
 func Description(cfg DescriptionConfig) string {
-	data := descriptionData{BlockAppended: cfg.BlockAppended, ArtifactTools: cfg.ArtifactTools}
+	data := descriptionData{BlockAppended: cfg.BlockAppended, DiscoveryModule: cfg.DiscoveryModule, ArtifactTools: cfg.ArtifactTools}
 	if cfg.Timeout > 0 {
 		data.Timeout = strconv.FormatFloat(cfg.Timeout.Seconds(), 'f', -1, 64)
 	}

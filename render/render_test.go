@@ -235,6 +235,19 @@ func TestDescriptionVariants(t *testing.T) {
 	if !strings.Contains(plain, "docstrings") {
 		t.Errorf("plain variant does not say how to discover tools:\n%s", plain)
 	}
+	if strings.Contains(plain, "search(") {
+		t.Errorf("plain variant without a discovery module mentions search:\n%s", plain)
+	}
+	found := Description(DescriptionConfig{DiscoveryModule: "tools._discovery"})
+	for _, want := range []string{"search(query)", "describe(name)", "from tools._discovery import search, describe", "docstrings"} {
+		if !strings.Contains(found, want) {
+			t.Errorf("variant with discovery lacks %q:\n%s", want, found)
+		}
+	}
+	withBlock := Description(DescriptionConfig{BlockAppended: true, DiscoveryModule: "tools"})
+	if withBlock != Description(DescriptionConfig{BlockAppended: true}) {
+		t.Errorf("with the block appended, the discovery module changed the description:\n%s", withBlock)
+	}
 }
 
 func TestPythonRepr(t *testing.T) {

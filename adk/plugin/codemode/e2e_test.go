@@ -79,8 +79,11 @@ func TestDisableBlock(t *testing.T) {
 			t.Errorf("the block is in the system instruction with DisableBlock set:\n%s", p.Text)
 		}
 	}
-	if d := req.Config.Tools[0].FunctionDeclarations[0]; !strings.Contains(d.Description, "list the modules") {
-		t.Errorf("execute_code description does not tell how to discover the tools: %q", d.Description)
+	d := req.Config.Tools[0].FunctionDeclarations[0]
+	for _, want := range []string{"list the modules", "from tools import search, describe"} {
+		if !strings.Contains(d.Description, want) {
+			t.Errorf("execute_code description does not tell how to discover the tools (no %q): %q", want, d.Description)
+		}
 	}
 }
 

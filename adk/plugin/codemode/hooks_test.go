@@ -84,6 +84,63 @@ func TestSkillListReachesTheRequest(t *testing.T) {
 	}
 }
 
+// TestSharedToolsetHookRunsOnce gives one skilltoolset both to the agent
+// and to Code Mode: the flow runs its processor, so the plugin does not, and
+// its skill list reaches the instruction once. Another skilltoolset, given
+// to Code Mode only, still has its list added by the plugin.
+func TestSharedToolsetHookRunsOnce(t *testing.T) {
+	newSkills := func(name, desc string) tool.Toolset {
+		src := skill.NewFileSystemSource(fstest.MapFS{
+			name + "/SKILL.md": {Data: []byte("---\nname: " + name + "\ndescription: " + desc + "\n---\nSteps.\n")},
+		})
+		ts, err := skilltoolset.New(t.Context(), skilltoolset.Config{Name: name, Source: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	shared := newSkills("pdf-report", "Build a PDF report from a table.")
+	own := newSkills("weekly-digest", "Summarise the issues of the week.")
+	m := newScript().on("hi", say("hello"))
+	f := newFixture(t, m, fixtureConfig{
+		cfg:   Config{Toolsets: []tool.Toolset{shared, own}},
+		agent: llmagent.Config{Toolsets: []tool.Toolset{shared}},
+	})
+	f.turn(t.Context(), "s1", "hi")
+	reqs := m.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("got %d model requests, want 1", len(reqs))
+	}
+	text := systemText(reqs[0])
+	for _, want := range []string{"Build a PDF report from a table.", "Summarise the issues of the week."} {
+		if n := strings.Count(text, want); n != 1 {
+			t.Errorf("%q appears %d times in the system instruction, want once:\n%s", want, n, text)
+		}
+	}
+}
+
+// TestSameToolset pins how toolsets are matched: by identity, and never by
+// comparing values whose type cannot be compared.
+func TestSameToolset(t *testing.T) {
+	a := &staticToolset{name: "a"}
+	b := &staticToolset{name: "a"}
+	byValue := staticToolset{name: "a"} // holds a slice: not comparable
+	for _, tc := range []struct {
+		x, y tool.Toolset
+		want bool
+	}{
+		{a, a, true},
+		{a, b, false},
+		{byValue, byValue, false},
+		{a, byValue, false},
+		{nil, a, false},
+	} {
+		if got := sameToolset(tc.x, tc.y); got != tc.want {
+			t.Errorf("sameToolset(%#v, %#v) = %v, want %v", tc.x, tc.y, got, tc.want)
+		}
+	}
+}
+
 // hookedTool is a function tool whose request processor also adds a line
 // to the instruction, as loadmemorytool does.
 type hookedTool struct {

@@ -127,14 +127,24 @@ type agentCallbacks struct {
 }
 
 // agentToolCallbacks reads the tool callbacks of an agent built by
-// llmagent.New, which keeps its Config in the state of the base agent it
-// embeds. Only exported fields are read.
+// llmagent.New.
 func agentToolCallbacks(a agent.Agent) (agentCallbacks, error) {
+	cfg, err := agentConfig(a, "tool callbacks")
+	if err != nil {
+		return agentCallbacks{}, err
+	}
+	return agentCallbacks{before: cfg.BeforeToolCallbacks, after: cfg.AfterToolCallbacks, onError: cfg.OnToolErrorCallbacks}, nil
+}
+
+// agentConfig reads the Config of an agent built by llmagent.New, which
+// keeps it in the state of the base agent it embeds. Only exported fields
+// are read. what names what the caller wanted, for the error.
+func agentConfig(a agent.Agent, what string) (llmagent.Config, error) {
 	v := reflect.ValueOf(a)
 	for _, step := range []string{"", "Agent", "", "State", "Config"} {
 		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 			if v.IsNil() {
-				return agentCallbacks{}, fmt.Errorf("cannot read the tool callbacks of agent %q with this ADK version", a.Name())
+				return llmagent.Config{}, fmt.Errorf("cannot read the %s of agent %q with this ADK version", what, a.Name())
 			}
 			v = v.Elem()
 		}
@@ -142,18 +152,18 @@ func agentToolCallbacks(a agent.Agent) (agentCallbacks, error) {
 			continue
 		}
 		if v.Kind() != reflect.Struct {
-			return agentCallbacks{}, fmt.Errorf("cannot read the tool callbacks of agent %q with this ADK version", a.Name())
+			return llmagent.Config{}, fmt.Errorf("cannot read the %s of agent %q with this ADK version", what, a.Name())
 		}
 		v = v.FieldByName(step)
 		if !v.IsValid() || !v.CanInterface() {
-			return agentCallbacks{}, fmt.Errorf("cannot read the tool callbacks of agent %q with this ADK version", a.Name())
+			return llmagent.Config{}, fmt.Errorf("cannot read the %s of agent %q with this ADK version", what, a.Name())
 		}
 	}
 	cfg, ok := v.Interface().(llmagent.Config)
 	if !ok {
-		return agentCallbacks{}, fmt.Errorf("agent %q is not an LLM agent built by llmagent.New", a.Name())
+		return llmagent.Config{}, fmt.Errorf("agent %q is not an LLM agent built by llmagent.New", a.Name())
 	}
-	return agentCallbacks{before: cfg.BeforeToolCallbacks, after: cfg.AfterToolCallbacks, onError: cfg.OnToolErrorCallbacks}, nil
+	return cfg, nil
 }
 
 // requestProcessor is the method set of ADK's internal RequestProcessor

@@ -90,7 +90,7 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 	}
 	for _, ts := range cfg.Toolsets {
 		if rp, ok := ts.(requestProcessor); ok {
-			e.toolsetHooks = append(e.toolsetHooks, requestProcessorOf{name: ts.Name(), proc: rp})
+			e.toolsetHooks = append(e.toolsetHooks, requestProcessorOf{name: ts.Name(), set: ts, proc: rp})
 		}
 	}
 	if len(cfg.Toolsets) == 0 {
@@ -100,12 +100,20 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 			return nil, err
 		}
 	}
+	// The tools package always has search and describe; tools._discovery
+	// has them whatever the tools are named, while a static surface knows
+	// whether the shorter import works.
+	discovery := "tools._discovery"
+	if e.static != nil {
+		discovery = e.static.reg.Discovery()
+	}
 	e.tool = &execTool{e: e, decl: &genai.FunctionDeclaration{
 		Name: ToolName,
 		Description: render.Description(render.DescriptionConfig{
-			BlockAppended: !cfg.DisableBlock,
-			ArtifactTools: !cfg.DisableArtifactTools,
-			Timeout:       cfg.Timeout,
+			BlockAppended:   !cfg.DisableBlock,
+			DiscoveryModule: discovery,
+			ArtifactTools:   !cfg.DisableArtifactTools,
+			Timeout:         cfg.Timeout,
 		}),
 		ParametersJsonSchema: map[string]any{
 			"type": "object",

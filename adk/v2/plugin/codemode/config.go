@@ -69,7 +69,12 @@ type Config struct {
 	// fit. Zero means 50,000.
 	BlockBudget int
 	// DisableBlock leaves the system instruction alone; the execute_code
-	// description then tells the model to discover the tools itself.
+	// description then tells the model to discover the tools itself. The
+	// tools package still has search(query) and describe(name), and the
+	// description names them and the module to import them from: "tools",
+	// or "tools._discovery" when a tool or namespace is called search or
+	// describe, or when Toolsets are set (their tools are known only per
+	// invocation, and tools._discovery always has both).
 	DisableBlock bool
 
 	// DisableArtifactTools leaves save_artifact, load_artifact and

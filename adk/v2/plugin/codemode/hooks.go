@@ -3,6 +3,7 @@
 package codemode
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/tool"
 )
 
 // DirectOnlyError reports a tool that does its work only as a direct tool
@@ -52,9 +54,11 @@ func toolHooks(all []namespacedTool) []hook {
 // of direct tools and toolsets before each model request: whatever they
 // add to the instruction or the contents stays, while the declaration a
 // tool packs for itself is taken out again, since code calls it through
-// its stub. A tool the agent also has directly is skipped: the flow has
-// run its processor already. A processor's error fails the request, as in
-// the flow.
+// its stub. A tool the agent also has directly (by name: req.Tools holds
+// it) is skipped, and so is a toolset the agent also has directly (the
+// same value in the agent's Toolsets): the flow has run their processors
+// already, and a second run would add the same text twice. A processor's
+// error fails the request, as in the flow.
 func runHooks(ctx agent.Context, s *surface, toolsets []requestProcessorOf, req *model.LLMRequest) error {
 	if len(s.hooks) == 0 && len(toolsets) == 0 {
 		return nil
@@ -76,7 +80,11 @@ func runHooks(ctx agent.Context, s *surface, toolsets []requestProcessorOf, req 
 		}
 		unpack(req, h.name, packed)
 	}
+	direct := directToolsets(ctx)
 	for _, ts := range toolsets {
+		if slices.ContainsFunc(direct, func(d tool.Toolset) bool { return sameToolset(d, ts.set) }) {
+			continue
+		}
 		if err := ts.proc.ProcessRequest(tc, req); err != nil {
 			return fmt.Errorf("codemode: request hook of toolset %q: %w", ts.name, err)
 		}
@@ -87,7 +95,35 @@ func runHooks(ctx agent.Context, s *surface, toolsets []requestProcessorOf, req 
 // requestProcessorOf is a toolset with a request processor.
 type requestProcessorOf struct {
 	name string
+	set  tool.Toolset
 	proc requestProcessor
+}
+
+// directToolsets returns the toolsets of the agent whose invocation made
+// ctx, those the flow runs the processors of itself. When the agent's
+// configuration cannot be read it returns none, so each processor of Code
+// Mode's toolsets runs: at worst twice, never not at all.
+func directToolsets(ctx context.Context) []tool.Toolset {
+	a, ok := agentOf(ctx)
+	if !ok {
+		return nil
+	}
+	cfg, err := agentConfig(a, "toolsets")
+	if err != nil {
+		return nil
+	}
+	return cfg.Toolsets
+}
+
+// sameToolset reports whether a and b are the same toolset: equal values
+// of one comparable type, such as the same pointer. Values of a type that
+// cannot be compared are never the same.
+func sameToolset(a, b tool.Toolset) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
 }
 
 // unpack takes out of req the tool name that a processor packed: its
