@@ -228,31 +228,43 @@ func (r *Registry) discoveryFiles() []File {
 		counts[i] = c
 	})
 	// Number the terms in sorted order, count the tools each appears in,
-	// and weigh each (term, tool) pair.
+	// and weigh each (term, tool) pair. Each pair first takes the number
+	// of its term in order of appearance, then the term's sorted number.
 	ids := map[string]int{}
+	var terms []string
 	var total [numFields]int
 	pairs := 0
 	for i, c := range counts {
 		pairs += len(c)
-		for _, tc := range c {
-			ids[tc.term] = 0
+		for k, tc := range c {
+			id, ok := ids[tc.term]
+			if !ok {
+				id = len(terms)
+				ids[tc.term] = id
+				terms = append(terms, tc.term)
+			}
+			c[k].id = id
 		}
 		for f := range numFields {
 			total[f] += lengths[i][f]
 		}
 	}
-	terms := make([]string, 0, len(ids))
-	for t := range ids {
-		terms = append(terms, t)
+	order := make([]int, len(terms)) // sorted number -> first number
+	for k := range order {
+		order[k] = k
 	}
-	slices.Sort(terms)
-	for k, t := range terms {
-		ids[t] = k
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(terms[a], terms[b]) })
+	sortedID := make([]int, len(terms)) // first number -> sorted number
+	sorted := make([]string, len(terms))
+	for k, first := range order {
+		sortedID[first] = k
+		sorted[k] = terms[first]
 	}
+	terms = sorted
 	df := make([]int, len(terms))
 	for _, c := range counts {
-		for k, tc := range c {
-			id := ids[tc.term]
+		for k := range c {
+			id := sortedID[c[k].id]
 			df[id]++
 			c[k].id = id
 		}
