@@ -27,6 +27,10 @@ var update = flag.Bool("update", false, "rewrite the wanted outputs of render/te
 //	              describe (DiscoveryFile, DiscoveryIndex, DiscoveryDocs)
 //	              are compared too. Other cases leave them out, as the
 //	              module is the same in every case.
+//	markdown      optional; when present, the Markdown docs
+//	              (want/catalog.md) are compared too, and parsed with
+//	              goldmark: a section per tool with its signature, and
+//	              example calls that Python compiles.
 //	want/...      wanted outputs: the stub files (want/tools/...), the
 //	              catalogs (want/catalog.full, want/catalog.signatures,
 //	              want/catalog.names), the block
@@ -132,6 +136,9 @@ func renderCase(t testing.TB, c goldenCase) map[string]string {
 		}
 		got["want/"+f.Path] = f.Content
 	}
+	if _, ok := c.files["markdown"]; ok {
+		got["want/catalog.md"] = reg.Markdown()
+	}
 	got["want/catalog.full"] = reg.Catalog(Full) + "\n"
 	got["want/catalog.signatures"] = reg.Catalog(Signatures) + "\n"
 	got["want/catalog.names"] = reg.Catalog(Names) + "\n"
@@ -173,6 +180,9 @@ func TestGolden(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s: outputs differ (-want +got):\n%s\nrun go test ./render -run TestGolden -update to accept", c.path, diff)
 			}
+			if md, ok := got["want/catalog.md"]; ok {
+				checkMarkdownSections(t, c, md)
+			}
 		})
 	}
 }
@@ -206,6 +216,16 @@ func TestGoldenStubsCompile(t *testing.T) {
 	for _, c := range loadCases(t) {
 		for name, src := range renderCase(t, c) {
 			switch {
+			case name == "want/catalog.md":
+				// The example calls, each a Python expression.
+				var calls []string
+				for _, sec := range parseSections(t, src, 3) {
+					if sec.example != "" {
+						calls = append(calls, sec.example)
+					}
+				}
+				sort.Strings(calls)
+				src = strings.Join(calls, "")
 			case strings.HasPrefix(name, "want/catalog."):
 				// A catalog is Python too: comments, imports, and
 				// functions whose bodies are docstrings and ellipses.
@@ -222,6 +242,31 @@ func TestGoldenStubsCompile(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no stubs compiled")
+	}
+}
+
+// checkMarkdownSections parses a case's Markdown docs and checks that each
+// tool has its section, headed by its signature, and that an example call
+// calls the tool.
+func checkMarkdownSections(t *testing.T, c goldenCase, md string) {
+	t.Helper()
+	reg, err := NewRegistry(decodeTools(t, c.files["decls.json"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := parseSections(t, md, 3)
+	for _, e := range reg.Entries() {
+		s, ok := sections[e.Path]
+		if !ok {
+			t.Errorf("%s: no Markdown section for %s", c.path, e.Path)
+			continue
+		}
+		if !strings.HasPrefix(s.signature, "def "+e.Attr+"(") {
+			t.Errorf("%s: %s: signature %q", c.path, e.Path, s.signature)
+		}
+		if s.example != "" && !strings.HasPrefix(s.example, e.Attr+"(") {
+			t.Errorf("%s: %s: example call %q does not call the tool", c.path, e.Path, s.example)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/adk-codemode/codemode/schema"
@@ -103,6 +104,92 @@ func (r *Registry) contents(sb *strings.Builder, page func(int) string) {
 	}
 }
 
+// codeFence returns a fence for a code block holding s: three backticks,
+// or more than the longest run of them in s.
+func codeFence(s string) string {
+	run, longest := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+// maxExamplesShown caps the examples of one parameter in its table cell.
+const maxExamplesShown = 3
+
+// examplesOf returns the example values a parameter's schema declares:
+// those of JSON Schema's examples, then OpenAPI's example.
+func examplesOf(n schema.Node) []any {
+	var out []any
+	if v, ok := n.Get("examples"); ok {
+		if arr, isArr := v.([]any); isArr {
+			out = append(out, arr...)
+		}
+	}
+	if v, ok := n.Get("example"); ok {
+		out = append(out, v)
+	}
+	return out
+}
+
+// exampleCell writes examples as code spans of their Python values, at
+// most maxExamplesShown of them.
+func exampleCell(examples []any) string {
+	var parts []string
+	for k, v := range examples {
+		if k == maxExamplesShown {
+			parts = append(parts, "...")
+			break
+		}
+		text, _ := repr(v)
+		parts = append(parts, codeSpan(clip(text, maxInline)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// exampleCall returns a call of e built only from what its parameters
+// declare: each required parameter takes its first example, else its
+// default, and each optional one its first example, if it has one. There
+// is no call when a required parameter declares neither, when no argument
+// has a value, or when a value has no exact Python form of at most
+// maxInline characters; values are never made up.
+func exampleCall(e Entry, ps []param) (string, bool) {
+	var args []string
+	for _, p := range ps {
+		var v any
+		ex := examplesOf(p.node)
+		switch {
+		case len(ex) > 0:
+			v = ex[0]
+		case p.required:
+			def, ok := p.node.Get("default")
+			if !ok {
+				return "", false
+			}
+			v = def
+		default:
+			continue
+		}
+		text, exact := repr(v)
+		if !exact || len(text) > maxInline {
+			if p.required {
+				return "", false
+			}
+			continue
+		}
+		args = append(args, p.ident+"="+text)
+	}
+	if len(args) == 0 {
+		return "", false
+	}
+	return e.Attr + "(" + strings.Join(args, ", ") + ")", true
+}
+
 // module writes the section of the tools from start to end, one module,
 // with its heading at level.
 func (r *Registry) module(sb *strings.Builder, start, end, level int) {
@@ -129,7 +216,15 @@ func (r *Registry) module(sb *strings.Builder, start, end, level int) {
 		sb.WriteString("```python\n" + rendered[i].catalogSig + " ...\n```\n")
 		d := &describer{budget: maxLines}
 		if ps := r.params[i]; len(ps) > 0 {
-			sb.WriteString("\n| name | type | required | constraints | default | description |\n|---|---|---|---|---|---|\n")
+			// An examples column only where some parameter declares
+			// examples; they then leave the constraints column.
+			withExamples := slices.ContainsFunc(ps, func(p param) bool { return len(examplesOf(p.node)) > 0 })
+			sb.WriteString("\n| name | type | required | constraints | default | description |")
+			if withExamples {
+				sb.WriteString(" examples |\n|---|---|---|---|---|---|---|\n")
+			} else {
+				sb.WriteString("\n|---|---|---|---|---|---|\n")
+			}
 			for _, p := range ps {
 				req := "no"
 				if p.required {
@@ -140,9 +235,19 @@ func (r *Registry) module(sb *strings.Builder, start, end, level int) {
 					text, _ := repr(v)
 					def = codeSpan(clip(text, maxInline))
 				}
+				cons := d.suffixParts(p.node, false, p.raw, 0)
+				if withExamples {
+					cons = slices.DeleteFunc(slices.Clone(cons), func(c string) bool {
+						return strings.HasPrefix(c, "examples=") || strings.HasPrefix(c, "example=")
+					})
+				}
 				sb.WriteString("| " + codeSpan(p.raw) + " | " + codeSpan(d.typeOf(p.node).text) + " | " + req +
-					" | " + mdText(strings.Join(d.suffixParts(p.node, false, p.raw, 0), ", ")) +
-					" | " + def + " | " + mdText(oneLine(prose(p.node))) + " |\n")
+					" | " + mdText(strings.Join(cons, ", ")) +
+					" | " + def + " | " + mdText(oneLine(prose(p.node))) + " |")
+				if withExamples {
+					sb.WriteString(" " + exampleCell(examplesOf(p.node)) + " |")
+				}
+				sb.WriteString("\n")
 			}
 		}
 		if r.resps[i] != nil || e.ResultKey != "" {
@@ -153,6 +258,10 @@ func (r *Registry) module(sb *strings.Builder, start, end, level int) {
 				}
 			}
 			sb.WriteString("\n")
+		}
+		if call, ok := exampleCall(e, r.params[i]); ok {
+			fence := codeFence(call)
+			sb.WriteString("\nExample call:\n\n" + fence + "python\n" + call + "\n" + fence + "\n")
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 // mdSection is what a Markdown parser finds under one tool heading.
 type mdSection struct {
 	signature string
+	example   string // the code block after "Example call:"
 	header    []string
 	rows      [][]string
 }
@@ -59,13 +60,18 @@ func parseSections(t *testing.T, src string, level int) map[string]*mdSection {
 				cur = nil
 			}
 		case *ast.FencedCodeBlock:
-			if cur != nil && cur.signature == "" {
+			if cur != nil {
 				var sb strings.Builder
 				for i := 0; i < n.Lines().Len(); i++ {
 					seg := n.Lines().At(i)
 					sb.Write(seg.Value(source))
 				}
-				cur.signature = sb.String()
+				switch {
+				case cur.signature == "":
+					cur.signature = sb.String()
+				case n.PreviousSibling() != nil && cellText(n.PreviousSibling()) == "Example call:":
+					cur.example = sb.String()
+				}
 			}
 		case *extast.Table:
 			if cur == nil {
