@@ -224,15 +224,6 @@ var suffixKeys = [...]string{
 	"contentEncoding", "contentMediaType", "const", "example",
 }
 
-// suffixKeyIndex maps each of suffixKeys to its position.
-var suffixKeyIndex = func() map[string]int {
-	m := make(map[string]int, len(suffixKeys))
-	for i, k := range suffixKeys {
-		m[k] = i
-	}
-	return m
-}()
-
 // suffixReads holds the keywords that otherSuffixParts reads; a position
 // with none of them has no such parts. TestSuffixReads keeps the two in
 // step.
@@ -244,6 +235,22 @@ var suffixReads = map[string]bool{
 	"if": true, "not": true, "unevaluatedProperties": true, "unevaluatedItems": true,
 	"contentSchema": true,
 }
+
+// suffixRead marks the keywords of suffixReads in suffixKeyInfo.
+const suffixRead = -1
+
+// suffixKeyInfo maps each of suffixKeys to its position and each keyword
+// of suffixReads to suffixRead, so that scanSuffix looks a keyword up once.
+var suffixKeyInfo = func() map[string]int {
+	m := make(map[string]int, len(suffixKeys)+len(suffixReads))
+	for k := range suffixReads {
+		m[k] = suffixRead
+	}
+	for i, k := range suffixKeys {
+		m[k] = i
+	}
+	return m
+}()
 
 // describer renders the docstring parts of one tool. It holds the tool's
 // line budget, which bounds the work on self-referencing schemas.
@@ -267,11 +274,13 @@ func scanSuffix(n schema.Node) (kv []string, more bool) {
 	var values [len(suffixKeys)]any
 	var present uint32
 	for k, v := range n.All() {
-		if i, ok := suffixKeyIndex[k]; ok {
+		if i, ok := suffixKeyInfo[k]; ok {
+			if i == suffixRead {
+				more = true
+				continue
+			}
 			values[i] = v
 			present |= 1 << i
-		} else if suffixReads[k] {
-			more = true
 		}
 	}
 	if present == 0 {

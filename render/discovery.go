@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"unicode/utf8"
 )
@@ -188,10 +189,11 @@ func (r *Registry) discoveryFiles() []File {
 		if len(desc) > maxIndexedDescription {
 			desc = desc[:maxIndexedDescription]
 		}
-		// Every word of the tool with its field, in one slice sized for
-		// the text; sorted by term (then field), runs become counts.
-		words := make([]string, 0, 8+len(desc)/5)
-		fields := make([]fieldSpan, 0, 4+len(r.params[i]))
+		// Every word of the tool with its field, in scratch slices kept
+		// across tools; sorted by term, runs become counts.
+		sc := scratchPool.Get().(*indexScratch)
+		defer scratchPool.Put(sc)
+		words, fields := sc.words[:0], sc.fields[:0]
 		add := func(text string, field int) {
 			n := len(words)
 			words = searchTerms(text, words)
@@ -207,7 +209,9 @@ func (r *Registry) discoveryFiles() []File {
 			add(p.raw, fieldParameter)
 		}
 		add(desc, fieldDescription)
-		tagged := make([]taggedTerm, len(words))
+		sc.words, sc.fields = words, fields
+		tagged := slices.Grow(sc.tagged[:0], len(words))[:len(words)]
+		sc.tagged = tagged
 		k := 0
 		for _, f := range fields {
 			for ; k < f.end; k++ {
@@ -215,7 +219,13 @@ func (r *Registry) discoveryFiles() []File {
 			}
 		}
 		slices.SortFunc(tagged, func(a, b taggedTerm) int { return strings.Compare(a.term, b.term) })
-		c := make([]termCount, 0, len(tagged))
+		unique := 0
+		for k := range tagged {
+			if k == 0 || tagged[k].term != tagged[k-1].term {
+				unique++
+			}
+		}
+		c := make([]termCount, 0, unique)
 		for _, t := range tagged {
 			if n := len(c); n > 0 && c[n-1].term == t.term {
 				c[n-1].counts[t.field]++
@@ -369,6 +379,15 @@ type termCount struct {
 	counts [numFields]int32 // occurrences in each field
 	id     int              // the term's number in the sorted vocabulary
 }
+
+// indexScratch holds the slices one tool's terms are gathered in.
+type indexScratch struct {
+	words  []string
+	fields []fieldSpan
+	tagged []taggedTerm
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(indexScratch) }}
 
 // taggedTerm is one occurrence of a term in a field of a tool.
 type taggedTerm struct {

@@ -197,6 +197,36 @@ func plainJSON(v any, depth int) (any, bool) {
 	return out, ok
 }
 
+// smallNumbers holds the json.Number of each small integer, boxed once:
+// schemas are full of small bounds and defaults.
+var smallNumbers = func() (out [1024]any) {
+	for i := range out {
+		out[i] = json.Number(strconv.Itoa(i))
+	}
+	return out
+}()
+
+// isAlias reports whether k is one of the Gemini aliases. Every alias holds
+// an underscore, which no 2020-12 keyword does, so most keywords are
+// answered without a lookup.
+func isAlias(k string) bool {
+	if aliasesHaveUnderscores && strings.IndexByte(k, '_') < 0 {
+		return false
+	}
+	_, ok := aliases[k]
+	return ok
+}
+
+// aliasesHaveUnderscores says that every alias holds an underscore.
+var aliasesHaveUnderscores = func() bool {
+	for k := range aliases {
+		if !strings.Contains(k, "_") {
+			return false
+		}
+	}
+	return true
+}()
+
 // convertJSON is plainJSON that also reports whether the result differs
 // from v, so that an unchanged object or array is shared.
 func convertJSON(v any, depth int) (out any, changed, ok bool) {
@@ -210,12 +240,18 @@ func convertJSON(v any, depth int) (out any, changed, ok bool) {
 		if math.IsInf(t, 0) || math.IsNaN(t) {
 			return nil, false, false
 		}
+		if t >= 0 && t < float64(len(smallNumbers)) && t == math.Trunc(t) && !math.Signbit(t) {
+			return smallNumbers[int(t)], true, true // as encoding/json prints it
+		}
 		b, err := json.Marshal(t)
 		if err != nil {
 			return nil, false, false
 		}
 		return json.Number(b), true, true
 	case int:
+		if t >= 0 && t < len(smallNumbers) {
+			return smallNumbers[t], true, true
+		}
 		return json.Number(strconv.Itoa(t)), true, true
 	case int64:
 		return json.Number(strconv.FormatInt(t, 10)), true, true
@@ -768,7 +804,7 @@ func isNormal(raw map[string]any) bool {
 		if v == nil {
 			return false
 		}
-		if _, ok := aliases[k]; ok {
+		if isAlias(k) {
 			return false
 		}
 		switch k {
