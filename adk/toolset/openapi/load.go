@@ -364,7 +364,8 @@ func pruneSchemas(root *yaml.Node) {
 		return
 	}
 	for i := 1; i < len(schemas.Content); i += 2 {
-		if s := schemas.Content[i]; s.Kind == yaml.MappingNode && !reached[s] {
+		// An entry that a reached YAML alias points to is reached too.
+		if s := schemas.Content[i]; s.Kind == yaml.MappingNode && !reached[s] && !seenAlias[s] {
 			s.Content = nil
 		}
 	}

@@ -86,6 +86,17 @@ func TestPruneSchemasKeepsWhatToolsReach(t *testing.T) {
 	}
 }
 
+// TestPruneSchemasFollowsAliases keeps a schema that a reached YAML alias
+// stands for, even when no $ref names it.
+func TestPruneSchemasFollowsAliases(t *testing.T) {
+	doc := strings.Replace(pruneDoc, "    Cash: {type: object, properties: {kind: {const: cash}}}",
+		"    Coin: &coin {type: string, enum: [euro, cent]}\n    Cash: {type: object, properties: {kind: {const: cash}, coin: *coin}}", 1)
+	got := emptied(t, doc)
+	if slices.Contains(got, "Coin") || !slices.Equal(got, []string{"Receipt", "Line"}) {
+		t.Errorf("emptied %q, want only Receipt and Line", got)
+	}
+}
+
 func TestPruneSchemasWhenUnsure(t *testing.T) {
 	for name, doc := range map[string]string{
 		"external reference": strings.Replace(pruneDoc, `{$ref: "#/components/schemas/Item"}}}}`, `{$ref: "parts.yaml#/Item"}}}}`, 1),
