@@ -13,8 +13,10 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
+	yaml "github.com/pb33f/go-yaml"
 	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+	"github.com/pb33f/libopenapi/orderedmap"
 )
 
 // builder turns a document's operations into tools.
@@ -297,7 +299,20 @@ func (b *builder) parameter(tp *toolParams, l located, hidden map[string]bool) e
 		return docErrorf(l.ptr, "parameter %q in %s is declared twice", p.Name, p.In)
 	}
 	tp.taken[pa.prop] = true
-	tp.props[pa.prop] = annotate(s, p.Description, p.Deprecated)
+	var mtEx *v3.MediaType
+	if p.Schema == nil && p.Content != nil && p.Content.Len() > 0 {
+		mtEx = p.Content.First().Value()
+	}
+	ex, err := b.declaredExamples(l.ptr, p.Example, p.Examples)
+	if err != nil {
+		return err
+	}
+	if mtEx != nil && len(ex) == 0 {
+		if ex, err = b.declaredExamples(child(l.ptr, "content", p.Content.First().Key()), mtEx.Example, mtEx.Examples); err != nil {
+			return err
+		}
+	}
+	tp.props[pa.prop] = withExamples(annotate(s, p.Description, p.Deprecated), ex)
 	tp.deps = append(tp.deps, deps...)
 	if pa.required {
 		tp.required = append(tp.required, pa.prop)
@@ -384,6 +399,56 @@ func annotate(s any, desc string, deprecated bool) any {
 	return out
 }
 
+// declaredExamples converts the example values a parameter or media type
+// declares beside its schema: example, then each of examples that holds a
+// value. An example object given by reference is left out (the document's
+// components/examples are not read), and so is one with only an
+// externalValue.
+func (b *builder) declaredExamples(ptr string, example *yaml.Node, examples *orderedmap.Map[string, *base.Example]) ([]any, error) {
+	var out []any
+	if example != nil {
+		v, err := b.conv.data(example, child(ptr, "example"), 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if examples != nil {
+		for name, ex := range examples.FromOldest() {
+			if ex == nil || ex.Value == nil || ex.IsReference() {
+				continue
+			}
+			v, err := b.conv.data(ex.Value, child(ptr, "examples", name, "value"), 0)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// withExamples adds examples to a parameter's schema, without changing a
+// shared one, unless the schema declares examples of its own.
+func withExamples(s any, examples []any) any {
+	m, ok := s.(map[string]any)
+	if !ok || len(examples) == 0 {
+		return s
+	}
+	if _, has := m["examples"]; has {
+		return s
+	}
+	if _, has := m["example"]; has {
+		return s
+	}
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["examples"] = examples
+	return out
+}
+
 // description builds a tool's description from the operation's summary and
 // description.
 func description(info Operation, op *v3.Operation) string {
@@ -429,6 +494,13 @@ func (b *builder) body(rb *v3.RequestBody, ptr string, tp *toolParams) (*body, e
 	if bd.kind == bodyRaw && isEmptySchema(s) {
 		s = map[string]any{"type": "string"}
 	}
+	var bodyEx []any
+	if mt != nil {
+		var err error
+		if bodyEx, err = b.declaredExamples(child(ptr, "content", bd.mediaType), mt.Example, mt.Examples); err != nil {
+			return nil, err
+		}
+	}
 	resolved, via := b.conv.deref(s)
 	if obj, ok := flattenable(resolved); ok && bd.kind != bodyRaw && !clashes(obj, tp.taken) {
 		// The body's own definition is spent; what its properties
@@ -443,8 +515,17 @@ func (b *builder) body(rb *v3.RequestBody, ptr string, tp *toolParams) (*body, e
 				req[r] = true
 			}
 		}
+		// A body example that is an object gives each flattened field
+		// its value.
+		var fieldEx map[string]any
+		if len(bodyEx) > 0 {
+			fieldEx, _ = bodyEx[0].(map[string]any)
+		}
 		for _, k := range sortedKeys(fields) {
 			tp.props[k] = fields[k]
+			if v, ok := fieldEx[k]; ok {
+				tp.props[k] = withExamples(fields[k], []any{v})
+			}
 			tp.taken[k] = true
 			bd.fields = append(bd.fields, k)
 			if req[k] {
@@ -462,7 +543,7 @@ func (b *builder) body(rb *v3.RequestBody, ptr string, tp *toolParams) (*body, e
 		bd.prop = "body_" + strconv.Itoa(i)
 	}
 	tp.taken[bd.prop] = true
-	tp.props[bd.prop] = annotate(s, rb.Description, false)
+	tp.props[bd.prop] = withExamples(annotate(s, rb.Description, false), bodyEx)
 	if bd.required {
 		tp.required = append(tp.required, bd.prop)
 	}

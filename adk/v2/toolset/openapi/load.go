@@ -200,6 +200,7 @@ func parse(src *source) (p *parsed, err error) {
 		return nil, docErrorf("/openapi", "OpenAPI version %q is not supported; this package reads OpenAPI 3.0 and 3.1", info.Version)
 	}
 	links := pruneResponses(info.RootNode)
+	pruneSchemas(info.RootNode)
 	m, err := doc.BuildV3Model()
 	if m == nil {
 		if err == nil {
@@ -264,6 +265,112 @@ func pruneResponses(root *yaml.Node) map[string][]string {
 		}
 	}
 	return links
+}
+
+// pruneSchemas empties, before the library indexes and models the
+// document, each schema of components/schemas that no operation's
+// parameters or request body reach, directly or through other components:
+// with the responses gone, most of a large description's schemas serve
+// nothing a tool reads (GitHub's tools reach 131 of 969). The entries stay,
+// so every reference still resolves. It prunes nothing when it cannot be
+// sure what is reached: a reference that is not a local JSON pointer, one
+// it cannot resolve, or a $id, under which references take another base.
+func pruneSchemas(root *yaml.Node) {
+	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	comps := mapValue(root, "components")
+	schemas := mapValue(comps, "schemas")
+	if schemas == nil || schemas.Kind != yaml.MappingNode {
+		return
+	}
+	reached := map[*yaml.Node]bool{}
+	seenAlias := map[*yaml.Node]bool{}
+	stack := []*yaml.Node{mapValue(root, "paths")}
+	sure := true
+	ref := func(s string) {
+		if !strings.HasPrefix(s, "#/") {
+			sure = false
+			return
+		}
+		tokens := strings.Split(s[2:], "/")
+		if tokens[0] != "components" {
+			return // within the paths, which are walked anyway
+		}
+		if len(tokens) < 3 {
+			sure = false
+			return
+		}
+		var target *yaml.Node
+		kind, err1 := url.PathUnescape(tokens[1])
+		name, err2 := url.PathUnescape(tokens[2])
+		if err1 == nil && err2 == nil {
+			unescape := strings.NewReplacer("~1", "/", "~0", "~")
+			target = mapValue(mapValue(comps, unescape.Replace(kind)), unescape.Replace(name))
+		}
+		if target == nil {
+			sure = false
+			return
+		}
+		if !reached[target] {
+			reached[target] = true
+			stack = append(stack, target)
+		}
+	}
+	for len(stack) > 0 && sure {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n == nil {
+			continue
+		}
+		switch n.Kind {
+		case yaml.AliasNode:
+			if !seenAlias[n.Alias] {
+				seenAlias[n.Alias] = true
+				stack = append(stack, n.Alias)
+			}
+		case yaml.SequenceNode:
+			stack = append(stack, n.Content...)
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i].Value, n.Content[i+1]
+				switch k {
+				case "$ref", "$dynamicRef":
+					if v.Kind == yaml.ScalarNode {
+						ref(v.Value)
+						continue
+					}
+				case "$id":
+					sure = false
+				case "mapping":
+					// A discriminator's mapping names schemas by
+					// reference or by bare name.
+					if v.Kind == yaml.MappingNode {
+						for j := 1; j < len(v.Content); j += 2 {
+							t := v.Content[j]
+							switch {
+							case t.Kind != yaml.ScalarNode:
+							case strings.ContainsAny(t.Value, "#/"):
+								ref(t.Value)
+							default:
+								ref("#/components/schemas/" + t.Value)
+							}
+						}
+					}
+				}
+				stack = append(stack, v)
+			}
+		}
+	}
+	if !sure {
+		return
+	}
+	for i := 1; i < len(schemas.Content); i += 2 {
+		// An entry that a reached YAML alias points to is reached too.
+		if s := schemas.Content[i]; s.Kind == yaml.MappingNode && !reached[s] && !seenAlias[s] {
+			s.Content = nil
+		}
+	}
 }
 
 // mapValue returns the value under key in a mapping node.
