@@ -34,6 +34,15 @@ type Backend struct {
 	// MaxOutputBytes bounds each output stream per block; zero means the
 	// sandbox server's default.
 	MaxOutputBytes int64
+	// Zygote starts sessions by forking them from a template process (one
+	// per interpreter and Config, itself jailed, started by the first
+	// Open) instead of starting a jail cold. A forked session has its own
+	// namespaces, cgroups, mounts, limits, seccomp filter and dropped
+	// privileges, as a cold one does (docs/jail.md says what it shares
+	// with the template). If the template cannot be used the session
+	// starts cold and [Session.Fallback] says why. Call [Backend.Close]
+	// to stop the template.
+	Zygote bool
 }
 
 var _ transport.Backend = (*Backend)(nil)
@@ -52,8 +61,13 @@ func (b *Backend) Name() string {
 // the jail enforces.
 type Session struct {
 	*wire.Client
-	cmd *Cmd
+	cmd      *Cmd
+	fallback error
 }
+
+// Fallback is why a session of a [Backend] with Zygote set was started
+// cold instead of forked from the template, or nil.
+func (s *Session) Fallback() error { return s.fallback }
 
 // Enforced reports the protections in force for this session's jail.
 func (s *Session) Enforced() Enforcement { return s.cmd.Enforced() }
@@ -72,27 +86,34 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	if err != nil {
 		return nil, fmt.Errorf("jail: %w", err)
 	}
-	return &Session{Client: client, cmd: st.Jail()}, nil
+	return &Session{Client: client, cmd: st.Jail(), fallback: st.fallback}, nil
 }
+
+// Close stops the backend's template process, if Zygote started one. It
+// waits up to 10s for the sessions forked from it to end; they keep
+// running until closed.
+func (b *Backend) Close() error {
+	cfg, err := b.effectiveConfig(nil)
+	if err != nil {
+		return nil //nolint:nilerr // no interpreter: no template was started
+	}
+	return closeZygote(cfg)
+}
+
+// zygoteByDefault makes every Backend fork its sessions, for tests that
+// run the whole suite on that start path.
+var zygoteByDefault bool
 
 // Launcher returns what starts a session's supervisor in a fresh jail
 // whose files are the backend's and files, and the supervisor's config:
 // what Open passes to sandboxserver.Launch. A sandbox server passes them to
 // sandboxserver.ServeLaunched to jail the worker of a remote session.
 func (b *Backend) Launcher(files map[string][]byte) (*Starter, sandboxserver.Config, error) {
-	cfg := b.Config
-	if len(files) > 0 {
-		cfg.Files = maps.Clone(cfg.Files)
-		if cfg.Files == nil {
-			cfg.Files = make(map[string][]byte, len(files))
-		}
-		maps.Copy(cfg.Files, files)
-	}
-	python, err := cfg.Interpreter()
+	cfg, err := b.effectiveConfig(files)
 	if err != nil {
 		return nil, sandboxserver.Config{}, err
 	}
-	cfg.Python = python
+	python := cfg.Python
 	d := cfg.withDefaults()
 	server := sandboxserver.Config{
 		Python:             python,
@@ -105,20 +126,49 @@ func (b *Backend) Launcher(files map[string][]byte) (*Starter, sandboxserver.Con
 		Env:             []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		MaxOutputBytes:  b.MaxOutputBytes,
 	}
-	return &Starter{config: cfg}, server, nil
+	return &Starter{config: cfg, zygote: b.Zygote || zygoteByDefault}, server, nil
+}
+
+// effectiveConfig is the backend's Config with files merged in and the
+// interpreter resolved.
+func (b *Backend) effectiveConfig(files map[string][]byte) (Config, error) {
+	cfg := b.Config
+	if len(files) > 0 {
+		cfg.Files = maps.Clone(cfg.Files)
+		if cfg.Files == nil {
+			cfg.Files = make(map[string][]byte, len(files))
+		}
+		maps.Copy(cfg.Files, files)
+	}
+	python, err := cfg.Interpreter()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Python = python
+	return cfg, nil
 }
 
 // Starter starts a supervisor in a fresh jail: a [sandboxserver.Starter].
 // It starts one jail; see [Backend.Launcher].
 type Starter struct {
-	config Config
-	cmd    *Cmd
+	config   Config
+	zygote   bool
+	cmd      *Cmd
+	fallback error
 }
 
 var _ sandboxserver.Starter = (*Starter)(nil)
 
 // Start starts the jail. It outlives ctx, which only bounds the start.
 func (s *Starter) Start(_ context.Context, c sandboxserver.Command) (sandboxserver.Process, error) {
+	if s.zygote {
+		cmd, err := forkSession(s.config, c)
+		if err == nil {
+			s.cmd = cmd
+			return jailProcess{cmd}, nil
+		}
+		s.fallback = err
+	}
 	cmd, err := Start(context.Background(), s.config, Spec{
 		Args:       c.Args,
 		Self:       true,
@@ -133,6 +183,10 @@ func (s *Starter) Start(_ context.Context, c sandboxserver.Command) (sandboxserv
 	s.cmd = cmd
 	return jailProcess{cmd}, nil
 }
+
+// Fallback is why Start started the jail cold although the starter forks
+// sessions from a template, or nil.
+func (s *Starter) Fallback() error { return s.fallback }
 
 // Jail is the jail that Start started, nil before.
 func (s *Starter) Jail() *Cmd { return s.cmd }

@@ -118,6 +118,10 @@ type Spec struct {
 	// runs in its own process, as pid 1, instead of starting a payload
 	// (one exec less). Args is its argv. Used by [Backend].
 	inProcess string
+	// template runs the payload as a template that forks sessions: it
+	// gets the template's seccomp filter, and the jail lasts until the
+	// last of its sessions has ended.
+	template bool
 }
 
 // Enforcement says which protections are really in force for one jail. Every
@@ -132,6 +136,11 @@ type Enforcement struct {
 	Securebits   bool // SECBIT_NOROOT and friends are set and locked
 	ReadOnlyRoot bool // / and /usr are read-only; only /workspace, /tmp and /dev/shm are writable
 	Loopback     bool // a private loopback is up; no other interface exists
+
+	// Forked is true when the session was forked from a template process
+	// (see [Backend.Zygote]) rather than started cold. Every other field
+	// is then read back from the session itself after its setup.
+	Forked bool
 
 	// Rootless is true when the caller was not root: one uid is mapped
 	// (inside 0 → the caller's uid), the payload keeps inside uid 0 with
@@ -182,6 +191,7 @@ func (e Enforcement) String() string {
 	yes("ro root", e.ReadOnlyRoot)
 	yes("loopback only", e.Loopback)
 	yes("rootless", e.Rootless)
+	yes("forked", e.Forked)
 	fmt.Fprintf(&b, "%-14s %s\n", "uid map:", e.UIDMap)
 	cg := e.CgroupVersion
 	if cg == "" {

@@ -124,7 +124,7 @@ func runInit() int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail(stepErr("clear dumpable", err))
 	}
-	if err := loadSeccomp(); err != nil {
+	if err := loadSeccomp(c.Template); err != nil {
 		return fail(stepErr("load seccomp filter", err))
 	}
 	enf.Seccomp = true
@@ -151,7 +151,27 @@ func runInit() int {
 	}
 	report(statusMsg{Enf: &enf})
 	unix.Close(fdLifeline)
-	return reap(pid, sigs)
+	code := reap(pid, sigs)
+	if c.Template {
+		// The sessions forked from a template are this init's children
+		// once their first process is gone: the jail ends with the last.
+		reapAll()
+	}
+	return code
+}
+
+// reapAll reaps children until there are none.
+func reapAll() {
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // runInProcess turns init itself into a registered stage: setup is done

@@ -51,6 +51,7 @@ type initConfig struct {
 	Args       []string
 	Self       bool
 	InProcess  string // run this registered stage in init itself
+	Template   bool   // the payload is a template that forks sessions (zygote_linux.go)
 	Env        []string
 	Dir        string
 	ExtraFirst int // first fd of Spec.ExtraFiles in the init stage

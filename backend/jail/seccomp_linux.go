@@ -3,6 +3,7 @@
 package jail
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 
@@ -54,7 +55,19 @@ const (
 // the deny list returns EPERM; clone3 returns ENOSYS so that libc falls
 // back to clone, whose flags can be inspected; clone with a CLONE_NEW* flag
 // and personality other than the default persona return EPERM.
-func filterProgram() []bpf.Instruction {
+func filterProgram() []bpf.Instruction { return filterFor(false) }
+
+// templateAllowed are the calls of deniedSyscalls that a template process
+// (see zygote_linux.go) keeps, because the sessions it forks need them
+// to build their own namespaces and mounts before they load the full
+// filter. They are denied to every session and its code.
+var templateAllowed = map[uint32]bool{unix.SYS_MOUNT: true, unix.SYS_UNSHARE: true}
+
+// filterFor is the filter of a session (template false) or of a template:
+// the same, except that the template may unshare, mount and clone new
+// namespaces. Filters stack, so a session forked from the template, which
+// loads the session filter, has exactly a cold session's.
+func filterFor(template bool) []bpf.Instruction {
 	p := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AUDIT_ARCH_X86_64, SkipTrue: 1},
@@ -64,6 +77,9 @@ func filterProgram() []bpf.Instruction {
 		bpf.RetConstant{Val: retKill},
 	}
 	for _, nr := range deniedSyscalls {
+		if template && templateAllowed[nr] {
+			continue
+		}
 		p = append(p,
 			bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 1},
 			bpf.RetConstant{Val: retEPERM})
@@ -78,20 +94,39 @@ func filterProgram() []bpf.Instruction {
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},          // PER_LINUX
 		bpf.RetConstant{Val: retEPERM},
 		bpf.RetConstant{Val: retAllow},
-
+	)
+	if template {
+		return append(p, bpf.RetConstant{Val: retAllow})
+	}
+	return append(p,
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE, SkipFalse: 3},
 		bpf.LoadAbsolute{Off: offArg0, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: cloneNewFlags, SkipFalse: 1},
 		bpf.RetConstant{Val: retEPERM},
 		bpf.RetConstant{Val: retAllow},
 	)
-	return p
+}
+
+// filterBytes is the session filter as the kernel takes it: struct
+// sock_filter entries, for a session that loads it itself.
+func filterBytes() ([]byte, error) {
+	raw, err := bpf.Assemble(filterProgram())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, 8*len(raw))
+	for _, in := range raw {
+		out = binary.LittleEndian.AppendUint16(out, in.Op)
+		out = append(out, in.Jt, in.Jf)
+		out = binary.LittleEndian.AppendUint32(out, in.K)
+	}
+	return out, nil
 }
 
 // loadSeccomp installs the filter on every thread of the process (TSYNC).
 // The caller must have set no_new_privs.
-func loadSeccomp() error {
-	raw, err := bpf.Assemble(filterProgram())
+func loadSeccomp(template bool) error {
+	raw, err := bpf.Assemble(filterFor(template))
 	if err != nil {
 		return fmt.Errorf("assemble: %w", err)
 	}

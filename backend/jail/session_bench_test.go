@@ -77,3 +77,20 @@ func BenchmarkToolCall(b *testing.B) {
 	defer s.Close()
 	transporttest.BenchToolCall(b, s)
 }
+
+// BenchmarkSessionForkedStart is BenchmarkSessionColdStart with sessions
+// forked from a template process (Backend.Zygote). The template is started
+// before the timed loop.
+func BenchmarkSessionForkedStart(b *testing.B) {
+	be := &jail.Backend{Zygote: true}
+	defer be.Close()
+	s, err := be.Open(context.Background(), transport.SessionConfig{})
+	if err != nil {
+		b.Skip(err)
+	}
+	if err := s.(*jail.Session).Fallback(); err != nil {
+		b.Skipf("no template: %v", err)
+	}
+	s.Close()
+	benchOpenVsBare(b, be, be, nil)
+}

@@ -26,6 +26,12 @@ type Cmd struct {
 	lifeline *os.File // host end; its closing tells the jail the host is gone
 	trees    []*os.File
 
+	// A session forked from a template (cmd is nil): its pid 1, which is
+	// not our child, through a pidfd that becomes readable when it exits.
+	pidfd  int
+	pid    int
+	exited chan struct{}
+
 	waitOnce sync.Once
 	waitErr  error
 	mu       sync.Mutex // guards usage and cgErr, set by Wait
@@ -65,7 +71,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		Files: cfg.Files, FilesBytes: filesBytes,
 		AddressSpace: cfg.AddressSpaceBytes, Nproc: uint64(cfg.Processes), Nofile: uint64(cfg.OpenFiles),
 		Fsize: uint64(cfg.FileSizeBytes), CPU: uint64(cfg.CPUSeconds),
-		Args: spec.Args, Self: spec.Self, InProcess: spec.inProcess, Env: spec.Env, Dir: spec.Dir,
+		Args: spec.Args, Self: spec.Self, InProcess: spec.inProcess, Template: spec.template, Env: spec.Env, Dir: spec.Dir,
 	}
 	if ic.Env == nil {
 		ic.Env = []string{}
@@ -315,7 +321,12 @@ func (c *Cmd) closeFiles() {
 // OOM kill; see [Cmd.Usage]).
 func (c *Cmd) Wait() error {
 	c.waitOnce.Do(func() {
-		c.waitErr = c.cmd.Wait()
+		if c.cmd == nil {
+			<-c.exited
+			unix.Close(c.pidfd)
+		} else {
+			c.waitErr = c.cmd.Wait()
+		}
 		c.cg.collect()
 		cgErr := c.cg.remove()
 		if cgErr != nil && c.waitErr == nil {
@@ -332,10 +343,25 @@ func (c *Cmd) Wait() error {
 
 // Kill sends SIGKILL to the jail's pid 1; the kernel then kills every
 // process in the jail's pid namespace.
-func (c *Cmd) Kill() error { return c.cmd.Process.Kill() }
+func (c *Cmd) Kill() error {
+	if c.cmd == nil {
+		select {
+		case <-c.exited:
+			return os.ErrProcessDone
+		default:
+		}
+		return unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+	}
+	return c.cmd.Process.Kill()
+}
 
 // Pid returns the host pid of the jail's pid 1.
-func (c *Cmd) Pid() int { return c.cmd.Process.Pid }
+func (c *Cmd) Pid() int {
+	if c.cmd == nil {
+		return c.pid
+	}
+	return c.cmd.Process.Pid
+}
 
 // Enforced reports which limits are really enforced for this jail.
 func (c *Cmd) Enforced() Enforcement {

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+
+	"github.com/adk-codemode/codemode/sandboxserver"
 )
 
 // Cmd is a running jail. On this platform jails cannot be built.
@@ -37,3 +39,7 @@ func (c *Cmd) Enforced() Enforcement { return Enforcement{} }
 func (c *Cmd) Usage() Usage { return Usage{} }
 
 func (c *Cmd) cleanupErr() error { return nil }
+
+func forkSession(Config, sandboxserver.Command) (*Cmd, error) { return nil, unsupported() }
+
+func closeZygote(Config) error { return nil }

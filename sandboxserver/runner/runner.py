@@ -743,7 +743,10 @@ def main():
         )
 
 
-try:
-    main()
-except ProtocolError:
-    os._exit(0)
+# A template process loads this file under another name and forks
+# workers that call main() themselves.
+if __name__ == "__main__":
+    try:
+        main()
+    except ProtocolError:
+        os._exit(0)

@@ -1,0 +1,677 @@
+//go:build linux && amd64
+
+package jail
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/internal/tailbuf"
+	"github.com/adk-codemode/codemode/sandboxserver"
+)
+
+// zygoteSource is the template process: a Python program that loads the
+// runner and forks sessions (see zygote.py).
+//
+//go:embed zygote.py
+var zygoteSource string
+
+// Bounds of the template's handshakes. A template that does not answer in
+// time is taken for stuck: it is retired and the session starts cold.
+var (
+	zygoteReadyTimeout = 60 * time.Second // the template's own start
+	zygoteHelloTimeout = 15 * time.Second // a forked session's first word
+	zygoteSetupTimeout = 60 * time.Second // a forked session's setup
+	zygoteRetry        = 10 * time.Second // after a template failed to start
+)
+
+// zygoteTasks is the task limit of a template's own jail. Sessions leave
+// its cgroup as soon as they exist, but the kernel also counts every
+// session's tasks against the template's RLIMIT_NPROC (user namespaces
+// nest), so it must leave room for many sessions; each session's own
+// limits are set in the session.
+const zygoteTasks = 1 << 16
+
+// maxStatusLine bounds a forked session's setup report.
+const maxStatusLine = 1 << 20
+
+// zygote is one running template.
+type zygote struct {
+	key    string
+	cfg    Config // with defaults
+	cmd    *Cmd
+	ctrl   *os.File // host end of the control socket (SOCK_SEQPACKET)
+	stderr *tailbuf.Buffer
+
+	mu      sync.Mutex // serialises requests on ctrl, guards retired
+	retired bool
+
+	spare     chan *forked // at most one blank session, forked ahead
+	refilling atomic.Bool
+}
+
+// zygotes holds the live template per jail configuration.
+var zygotes = struct {
+	sync.Mutex
+	live   map[string]*zygote
+	failed map[string]time.Time // last failed start
+}{live: map[string]*zygote{}, failed: map[string]time.Time{}}
+
+// zygoteKey identifies the jail configuration a template serves: all of
+// Config except the files, which are the session's.
+func zygoteKey(cfg Config) string {
+	cfg.Files = nil
+	b, _ := json.Marshal(cfg)
+	return string(b)
+}
+
+// getZygote returns the live template for cfg, starting one if there is
+// none. A start that failed is not retried for zygoteRetry.
+func getZygote(cfg Config) (*zygote, error) {
+	key := zygoteKey(cfg)
+	zygotes.Lock()
+	defer zygotes.Unlock()
+	if z := zygotes.live[key]; z != nil {
+		if !z.isRetired() {
+			return z, nil
+		}
+		delete(zygotes.live, key)
+	}
+	if t, ok := zygotes.failed[key]; ok && time.Since(t) < zygoteRetry {
+		return nil, errors.New("jail: the template process failed to start a moment ago")
+	}
+	z, err := startZygote(cfg, key)
+	if err != nil {
+		zygotes.failed[key] = time.Now()
+		return nil, err
+	}
+	delete(zygotes.failed, key)
+	zygotes.live[key] = z
+	return z, nil
+}
+
+// stopZygote retires the template for cfg, if any, and waits up to wait
+// for its jail to end (it ends with its last session).
+func stopZygote(cfg Config, wait time.Duration) error {
+	key := zygoteKey(cfg)
+	zygotes.Lock()
+	z := zygotes.live[key]
+	delete(zygotes.live, key)
+	zygotes.Unlock()
+	if z == nil {
+		return nil
+	}
+	z.retire()
+	done := make(chan error, 1)
+	go func() { done <- z.cmd.Wait() }()
+	select {
+	case <-done:
+		return z.cmd.cleanupErr()
+	case <-time.After(wait):
+		return fmt.Errorf("jail: the template process still has sessions after %s", wait)
+	}
+}
+
+// startZygote starts a template in a jail of its own, configured as the
+// sessions it will fork are, and waits until it is ready to fork.
+func startZygote(cfg Config, key string) (*zygote, error) {
+	python, err := cfg.Interpreter()
+	if err != nil {
+		return nil, err
+	}
+	zc := cfg
+	zc.Files = nil
+	zc.Python = python
+	zc.Processes = zygoteTasks
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("jail: template socket: %w", err)
+	}
+	ctrl := os.NewFile(uintptr(fds[0]), "zygote-ctrl")
+	sbx := os.NewFile(uintptr(fds[1]), "zygote-ctrl-sandbox")
+	defer sbx.Close()
+	srcR, srcW, err := os.Pipe()
+	if err != nil {
+		ctrl.Close()
+		return nil, err
+	}
+	defer srcR.Close()
+	uid := PayloadID
+	if os.Geteuid() != 0 {
+		uid = 0
+	}
+	d := cfg.withDefaults()
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "CODEMODE_ZYGOTE_UID=" + strconv.Itoa(uid),
+		"CODEMODE_ZYGOTE_WORKSPACE_BYTES=" + strconv.FormatInt(d.WorkspaceBytes, 10),
+		"CODEMODE_ZYGOTE_TMP_BYTES=" + strconv.FormatInt(d.TmpBytes, 10)}
+	if probe, err := sandboxserver.ProbeInterpreter(context.Background(), python); err == nil {
+		if b, err := json.Marshal(probe.SysPath); err == nil {
+			env = append(env, "CODEMODE_ZYGOTE_SYS_PATH="+string(b))
+		}
+	}
+	stderr := &tailbuf.Buffer{Max: 16 << 10}
+	cmd, err := Start(context.Background(), zc, Spec{
+		Args:       []string{python, "-I", "-B", "-S", "-c", zygoteSource},
+		Env:        env,
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{sbx, srcR},
+		template:   true,
+	})
+	if err != nil {
+		ctrl.Close()
+		srcW.Close()
+		return nil, err
+	}
+	go func() {
+		_, _ = io.WriteString(srcW, sandboxserver.RunnerSource())
+		srcW.Close()
+	}()
+	z := &zygote{key: key, cfg: cfg, cmd: cmd, ctrl: ctrl, stderr: stderr, spare: make(chan *forked, 1)}
+	ready := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 16)
+		n, err := unix.Read(int(ctrl.Fd()), buf)
+		if err == nil && string(buf[:max(n, 0)]) != "ready" {
+			err = fmt.Errorf("said %q", buf[:max(n, 0)])
+		}
+		ready <- err
+	}()
+	select {
+	case err = <-ready:
+	case <-time.After(zygoteReadyTimeout):
+		err = fmt.Errorf("not ready after %s", zygoteReadyTimeout)
+	}
+	if err != nil {
+		_ = cmd.Kill()
+		_ = cmd.Wait()
+		ctrl.Close()
+		msg := strings.TrimSpace(stderr.String())
+		return nil, fmt.Errorf("jail: the template process did not start: %w\n%s", err, msg)
+	}
+	go func() {
+		// A template that dies takes no session with it (they end with
+		// the last of them), but it forks no more.
+		_ = cmd.Wait()
+		z.retire()
+	}()
+	return z, nil
+}
+
+func (z *zygote) isRetired() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.retired
+}
+
+// retire stops the template forking: it exits when its control socket
+// closes, and its jail ends with the last of its sessions.
+func (z *zygote) retire() {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if !z.retired {
+		z.retired = true
+		z.ctrl.Close()
+		select {
+		case f := <-z.spare:
+			go f.discard()
+		default:
+		}
+	}
+}
+
+// retireBroken retires a template found dead or stuck, so that the next
+// session gets a new one.
+func (z *zygote) retireBroken() {
+	z.retire()
+	zygotes.Lock()
+	if zygotes.live[z.key] == z {
+		delete(zygotes.live, z.key)
+	}
+	zygotes.Unlock()
+}
+
+// request asks the template to fork a session that owns the
+// descriptors (its setup socket).
+func (z *zygote) request(files ...*os.File) error {
+	fds := make([]int, 0, len(files))
+	for _, f := range files {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return err
+		}
+		if err := rc.Control(func(fd uintptr) { fds = append(fds, int(fd)) }); err != nil {
+			return err
+		}
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.retired {
+		return errors.New("jail: the template process was retired")
+	}
+	fd := int(z.ctrl.Fd())
+	deadline := time.Now().Add(zygoteHelloTimeout)
+	for {
+		err := unix.Sendmsg(fd, []byte{'f'}, unix.UnixRights(fds...), nil, unix.MSG_DONTWAIT)
+		if err != unix.EAGAIN {
+			runtime.KeepAlive(files)
+			return err
+		}
+		// Its queue is full: give it time to catch up.
+		if time.Now().After(deadline) {
+			return fmt.Errorf("took no request for %s", zygoteHelloTimeout)
+		}
+		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}, 100)
+	}
+}
+
+// forkConfig is what a forked session gets over its setup socket.
+type forkConfig struct {
+	WorkspaceBytes int64             `json:"workspace_bytes"`
+	TmpBytes       int64             `json:"tmp_bytes"`
+	Files          map[string][]byte `json:"files,omitempty"`
+	FilesBytes     int64             `json:"files_bytes"`
+	Rlimits        map[string]uint64 `json:"rlimits"`
+	AS             int64             `json:"as"`
+	Seccomp        []byte            `json:"seccomp"`
+	Rootless       bool              `json:"rootless"`
+	Supervisor     json.RawMessage   `json:"supervisor"`
+}
+
+// forkStatus is a forked session's setup report.
+type forkStatus struct {
+	Op    string       `json:"op"`
+	Errno int          `json:"errno"`
+	Msg   string       `json:"msg"`
+	Enf   *Enforcement `json:"enf"`
+}
+
+// errTemplate marks a failure of the template itself (dead or stuck), as
+// opposed to a failure of the session's own setup.
+var errTemplate = errors.New("jail: the template process")
+
+// forked is a session forked from the template and placed in its
+// cgroups, waiting for its config: it holds nothing of any session yet.
+type forked struct {
+	conn *net.UnixConn // the setup socket
+	rest []byte        // read past the hello
+	cmd  *Cmd
+}
+
+// discard kills a forked session that will not be used.
+func (f *forked) discard() {
+	f.conn.Close()
+	_ = f.cmd.Kill()
+	_ = f.cmd.Wait()
+}
+
+// forkBlank has the template fork a session and places it in cgroups of
+// its own, made while the template forks.
+func (z *zygote) forkBlank() (*forked, error) {
+	cfg := z.cfg
+	rootless := os.Geteuid() != 0
+	cgc := make(chan *cgroupSet, 1)
+	go func() {
+		if !rootless || cgroupsWritable() {
+			cgc <- newCgroups(cfg.MemoryBytes, cfg.Processes)
+		} else {
+			cgc <- &cgroupSet{}
+		}
+	}()
+	var cmd *Cmd
+	fail := func(err error) (*forked, error) {
+		if cmd != nil {
+			_ = cmd.Kill()
+			_ = cmd.Wait() // removes the cgroups
+		} else {
+			_ = (<-cgc).remove()
+		}
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail(err)
+	}
+	hostF := os.NewFile(uintptr(fds[0]), "session-setup")
+	sbxF := os.NewFile(uintptr(fds[1]), "session-setup-sandbox")
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		hostF.Close()
+		sbxF.Close()
+		return fail(err)
+	}
+	err = z.request(sbxF)
+	sbxF.Close()
+	if err != nil {
+		hostF.Close()
+		z.retireBroken()
+		return fail(fmt.Errorf("%w is gone: %w", errTemplate, err))
+	}
+	fc, err := net.FileConn(hostF)
+	hostF.Close()
+	if err != nil {
+		return fail(err)
+	}
+	conn := fc.(*net.UnixConn)
+	// The session's first word carries its pid, as the kernel saw it.
+	_ = conn.SetReadDeadline(time.Now().Add(zygoteHelloTimeout))
+	pid, rest, err := readHello(conn)
+	if err != nil {
+		conn.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			z.retireBroken()
+			return fail(fmt.Errorf("%w did not fork a session within %s", errTemplate, zygoteHelloTimeout))
+		}
+		if errors.Is(err, io.EOF) {
+			z.retireBroken()
+			return fail(fmt.Errorf("%w: the forked session ended before it reported%s", errTemplate, zygoteStderr(z)))
+		}
+		return fail(fmt.Errorf("jail: forked session: %w", err))
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		conn.Close()
+		return fail(fmt.Errorf("jail: forked session: pidfd_open %d: %w", pid, err))
+	}
+	cmd = &Cmd{pidfd: pidfd, pid: pid, exited: make(chan struct{}), cg: <-cgc}
+	go cmd.watchPidfd()
+	if err := cmd.cg.attach(pid); err != nil {
+		conn.Close()
+		return fail(err)
+	}
+	return &forked{conn: conn, rest: rest, cmd: cmd}, nil
+}
+
+// take returns the spare blank session, or forks one, and has the next
+// spare forked in the background: placing a process in a cgroup waits for
+// an RCU grace period on cgroup v1, several milliseconds that the spare
+// takes off the session's start.
+func (z *zygote) take() (*forked, error) {
+	var f *forked
+	select {
+	case f = <-z.spare:
+	default:
+	}
+	go z.refill()
+	if f != nil {
+		return f, nil
+	}
+	return z.forkBlank()
+}
+
+// refill forks a spare blank session if there is none.
+func (z *zygote) refill() {
+	if !z.refilling.CompareAndSwap(false, true) {
+		return
+	}
+	defer z.refilling.Store(false)
+	if z.isRetired() || len(z.spare) > 0 {
+		return
+	}
+	f, err := z.forkBlank()
+	if err != nil {
+		return
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.retired {
+		go f.discard()
+		return
+	}
+	select {
+	case z.spare <- f:
+	default:
+		go f.discard()
+	}
+}
+
+// forkSession forks a session from the template for cfg and runs the
+// supervisor command c in it. It returns a *Cmd for the session's pid 1.
+func forkSession(cfg Config, c sandboxserver.Command) (*Cmd, error) {
+	cfg = cfg.withDefaults()
+	filesBytes, err := checkFiles(cfg.Files)
+	if err != nil {
+		return nil, err
+	}
+	sup, err := supervisorConfig(c.Args)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := filterBytes()
+	if err != nil {
+		return nil, err
+	}
+	z, err := getZygote(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f, err := z.take()
+	if err != nil {
+		return nil, err
+	}
+	conn, cmd := f.conn, f.cmd
+	defer conn.Close()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = cmd.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	rootless := os.Geteuid() != 0
+	nproc := uint64(cfg.Processes)
+	if cmd.cg.pids != nil {
+		nproc += 16 // as Start: the pids cgroup trips first
+	}
+	fcfg := forkConfig{
+		WorkspaceBytes: cfg.WorkspaceBytes, TmpBytes: cfg.TmpBytes,
+		Files: cfg.Files, FilesBytes: filesBytes,
+		Rlimits: map[string]uint64{
+			"CORE": 0, "CPU": uint64(cfg.CPUSeconds), "FSIZE": uint64(cfg.FileSizeBytes),
+			"NOFILE": uint64(cfg.OpenFiles), "NPROC": nproc,
+		},
+		AS: cfg.AddressSpaceBytes, Seccomp: filter, Rootless: rootless, Supervisor: sup,
+	}
+	line, err := json.Marshal(fcfg)
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(zygoteSetupTimeout))
+	err = sendWithFiles(conn, append(line, '\n'), c.Socket, errW)
+	errW.Close()
+	if err != nil {
+		errR.Close()
+		return nil, fmt.Errorf("%w: send the forked session its config: %w", errTemplate, err)
+	}
+	go func() {
+		w := c.Stderr
+		if w == nil {
+			w = io.Discard
+		}
+		_, _ = io.Copy(w, errR)
+		errR.Close()
+	}()
+	var st forkStatus
+	if err := readStatus(conn, f.rest, &st); err != nil {
+		return nil, fmt.Errorf("jail: forked session: setup report: %w", err)
+	}
+	if st.Op != "" {
+		var e error = errors.New(st.Msg)
+		if st.Errno != 0 {
+			e = syscall.Errno(st.Errno)
+		}
+		return nil, &SetupError{Op: st.Op + " (forked session)", Err: e}
+	}
+	if st.Enf == nil {
+		return nil, errors.New("jail: forked session: setup report without enforcement")
+	}
+	enf := *st.Enf
+	enf.Forked = true
+	enf.Rootless = rootless
+	checkFromHost(cmd.pid, &enf)
+	cmd.cg.enforce(&enf)
+	cmd.enf = enf
+	ok = true
+	return cmd, nil
+}
+
+// sendWithFiles writes line with the descriptors of files passed along
+// with its first bytes.
+func sendWithFiles(conn *net.UnixConn, line []byte, files ...*os.File) error {
+	fds := make([]int, 0, len(files))
+	for _, f := range files {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return err
+		}
+		if err := rc.Control(func(fd uintptr) { fds = append(fds, int(fd)) }); err != nil {
+			return err
+		}
+	}
+	n, _, err := conn.WriteMsgUnix(line, unix.UnixRights(fds...), nil)
+	runtime.KeepAlive(files)
+	if err != nil {
+		return err
+	}
+	if n < len(line) {
+		_, err = conn.Write(line[n:])
+	}
+	return err
+}
+
+func zygoteStderr(z *zygote) string {
+	if s := strings.TrimSpace(z.stderr.String()); s != "" {
+		return "\n" + s
+	}
+	return ""
+}
+
+// supervisorConfig takes the supervisor's config from its argv, without
+// the compiled runner (a forked worker has the runner loaded already).
+func supervisorConfig(args []string) (json.RawMessage, error) {
+	if len(args) != 2 || args[0] != sandboxserver.SupervisorStage {
+		return nil, errors.New("jail: a forked session runs only the supervisor")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args[1]), &m); err != nil {
+		return nil, fmt.Errorf("jail: supervisor config: %w", err)
+	}
+	delete(m, "runner_code")
+	delete(m, "runner_version")
+	return json.Marshal(m)
+}
+
+// readHello reads the session's hello line and the credentials the kernel
+// attached to it; it returns the sender's pid in this pid namespace and
+// any bytes read past the line.
+func readHello(conn *net.UnixConn) (int, []byte, error) {
+	buf := make([]byte, 64)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n == 0 {
+		return 0, nil, io.EOF
+	}
+	if !bytes.HasPrefix(buf[:n], []byte("hello\n")) {
+		return 0, nil, fmt.Errorf("unexpected first message %q", buf[:n])
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return 0, nil, fmt.Errorf("no credentials with the first message (%v)", err)
+	}
+	cred, err := unix.ParseUnixCredentials(&msgs[0])
+	if err != nil {
+		return 0, nil, err
+	}
+	if cred.Pid <= 1 {
+		return 0, nil, fmt.Errorf("credentials with pid %d", cred.Pid)
+	}
+	return int(cred.Pid), buf[len("hello\n"):n], nil
+}
+
+// readStatus reads one bounded JSON line into v.
+func readStatus(conn *net.UnixConn, rest []byte, v any) error {
+	r := bufio.NewReader(io.MultiReader(bytes.NewReader(rest), io.LimitReader(conn, maxStatusLine)))
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("the session ended before it reported")
+		}
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// checkFromHost reads the session's capabilities, no_new_privs, seccomp
+// mode and uid map from the host's /proc and clears what the session
+// claimed but the kernel does not show.
+func checkFromHost(pid int, enf *Enforcement) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		enf.CapsDropped, enf.NoNewPrivs, enf.Seccomp = false, false, false
+		return
+	}
+	st := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			st[k] = strings.TrimSpace(v)
+		}
+	}
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		if v, err := strconv.ParseUint(st[k], 16, 64); err != nil || v != 0 {
+			enf.CapsDropped = false
+		}
+	}
+	enf.NoNewPrivs = enf.NoNewPrivs && st["NoNewPrivs"] == "1"
+	enf.Seccomp = enf.Seccomp && st["Seccomp"] == "2"
+	if m, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/uid_map"); err == nil {
+		f := strings.Fields(string(m))
+		if len(f) == 3 {
+			enf.UIDMap = fmt.Sprintf("inside %s→host %s (forked session; read from its uid_map)", f[0], f[1])
+		} else {
+			enf.UIDMap = "unexpected uid_map " + strings.Join(f, " ")
+		}
+	}
+}
+
+// watchPidfd closes c.exited when the forked session's pid 1 has exited
+// (and with it, every process of its pid namespace).
+func (c *Cmd) watchPidfd() {
+	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n > 0 {
+			break
+		}
+	}
+	close(c.exited)
+}
+
+// closeZygote stops the template of cfg (see [Backend.Close]).
+func closeZygote(cfg Config) error { return stopZygote(cfg.withDefaults(), 10*time.Second) }
