@@ -72,6 +72,9 @@ func (s *Session) Fallback() error { return s.fallback }
 // Enforced reports the protections in force for this session's jail.
 func (s *Session) Enforced() Enforcement { return s.cmd.Enforced() }
 
+// Pid is the host pid of the session's pid 1 (its supervisor).
+func (s *Session) Pid() int { return s.cmd.Pid() }
+
 // Usage reports the limits the session's code ran into, once it is closed.
 func (s *Session) Usage() Usage { return s.cmd.Usage() }
 

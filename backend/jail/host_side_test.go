@@ -82,13 +82,20 @@ func TestSessionCloseReportsCgroupLeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The session's cgroups, found by name (one session is open).
+	// The session's cgroups, found from its pid 1 (a template and its
+	// spare session have cgroups of their own).
 	var dir, base string
-	for _, b := range cgroupHierarchies() {
-		ents, _ := os.ReadDir(b)
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), cgroupNamePrefix+strconv.Itoa(os.Getpid())+"-") {
-				dir, base = filepath.Join(b, e.Name()), b
+	own, _ := os.ReadFile("/proc/" + strconv.Itoa(s.(*Session).cmd.Pid()) + "/cgroup")
+	for _, line := range strings.Split(string(own), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !strings.HasPrefix(filepath.Base(parts[2]), cgroupNamePrefix+strconv.Itoa(os.Getpid())+"-") {
+			continue
+		}
+		for _, b := range cgroupHierarchies() {
+			if d := filepath.Join(b, filepath.Base(parts[2])); dir == "" {
+				if _, err := os.Stat(d); err == nil {
+					dir, base = d, b
+				}
 			}
 		}
 	}

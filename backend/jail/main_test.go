@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 		floor.Init(os.Args[1:])
 	}
 	code := m.Run()
+	// Templates live until stopped; their sessions are all closed by now.
+	if err := stopAllZygotes(30 * time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the template processes:", err)
+		code = 1
+	}
 	if code == 0 {
 		if err := leftovers(); err != nil {
 			fmt.Fprintln(os.Stderr, "leftovers after the suite:", err)

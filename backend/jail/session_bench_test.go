@@ -2,7 +2,12 @@ package jail_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +98,65 @@ func BenchmarkSessionForkedStart(b *testing.B) {
 	}
 	s.Close()
 	benchOpenVsBare(b, be, be, nil)
+}
+
+// BenchmarkSessionMemory reports the unique set size (private clean and
+// dirty pages, from /proc/PID/smaps_rollup) of an idle session's
+// processes, its pid 1 and its worker, for a forked and a cold session.
+func BenchmarkSessionMemory(b *testing.B) {
+	for _, forked := range []bool{true, false} {
+		name := "cold"
+		if forked {
+			name = "forked"
+		}
+		b.Run(name, func(b *testing.B) {
+			be := &jail.Backend{Zygote: forked}
+			defer be.Close()
+			var uss []float64
+			for b.Loop() {
+				s, err := be.Open(context.Background(), transport.SessionConfig{})
+				if err != nil {
+					b.Skip(err)
+				}
+				if _, err := s.Exec(context.Background(), transport.Block{Code: "pass"}); err != nil {
+					b.Fatal(err)
+				}
+				pid := s.(*jail.Session).Pid()
+				total := 0
+				for _, p := range append([]int{pid}, childrenOf(pid)...) {
+					total += privateKB(b, p)
+				}
+				uss = append(uss, float64(total)/1024)
+				s.Close()
+			}
+			slices.Sort(uss)
+			b.ReportMetric(uss[len(uss)/2], "uss-MB")
+		})
+	}
+}
+
+func childrenOf(pid int) []int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func privateKB(b *testing.B, pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	kb := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "Private_Clean:" || f[0] == "Private_Dirty:") {
+			n, _ := strconv.Atoi(f[1])
+			kb += n
+		}
+	}
+	return kb
 }

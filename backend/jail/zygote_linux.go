@@ -675,3 +675,27 @@ func (c *Cmd) watchPidfd() {
 
 // closeZygote stops the template of cfg (see [Backend.Close]).
 func closeZygote(cfg Config) error { return stopZygote(cfg.withDefaults(), 10*time.Second) }
+
+// stopAllZygotes retires every template and waits for their jails.
+func stopAllZygotes(wait time.Duration) error {
+	zygotes.Lock()
+	all := make([]*zygote, 0, len(zygotes.live))
+	for k, z := range zygotes.live {
+		all = append(all, z)
+		delete(zygotes.live, k)
+	}
+	zygotes.Unlock()
+	var errs []error
+	for _, z := range all {
+		z.retire()
+		done := make(chan struct{})
+		go func() { _ = z.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+			errs = append(errs, z.cmd.cleanupErr())
+		case <-time.After(wait):
+			errs = append(errs, fmt.Errorf("jail: a template process still has sessions after %s", wait))
+		}
+	}
+	return errors.Join(errs...)
+}
