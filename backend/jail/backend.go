@@ -43,6 +43,8 @@ type Backend struct {
 	// starts cold and [Session.Fallback] says why. Call [Backend.Close]
 	// to stop the template.
 	Zygote bool
+
+	cold bool // start cold even where the tests make forking the default
 }
 
 var _ transport.Backend = (*Backend)(nil)
@@ -129,7 +131,7 @@ func (b *Backend) Launcher(files map[string][]byte) (*Starter, sandboxserver.Con
 		Env:             []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		MaxOutputBytes:  b.MaxOutputBytes,
 	}
-	return &Starter{config: cfg, zygote: b.Zygote || zygoteByDefault}, server, nil
+	return &Starter{config: cfg, zygote: b.Zygote || zygoteByDefault && !b.cold}, server, nil
 }
 
 // effectiveConfig is the backend's Config with files merged in and the

@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // selfPayload runs inside the jail when Spec.Self re-executes the test
@@ -91,6 +94,40 @@ time.sleep(600)
 		}
 		fmt.Printf("init %d\n", c.Pid())
 		_ = c.Wait()
+		return 0
+	case "forked-sleepers":
+		// The same from a session forked from a template.
+		s, err := (&Backend{Zygote: true}).Open(context.Background(), transport.SessionConfig{})
+		if errors.Is(err, ErrUnsupported) {
+			fmt.Println("unsupported")
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		js := s.(*Session)
+		if js.Fallback() != nil {
+			fmt.Fprintln(os.Stderr, "started cold:", js.Fallback())
+			return 1
+		}
+		zygotes.Lock()
+		for _, z := range zygotes.live {
+			fmt.Printf("template %d\n", z.cmd.Pid())
+		}
+		zygotes.Unlock()
+		fmt.Printf("init %d\n", js.Pid())
+		r, err := s.Exec(context.Background(), transport.Block{Code: fmt.Sprintf(`
+import subprocess, sys
+for i in range(4):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", %q])
+`, args[1])})
+		if err != nil || r.ExitCode != 0 {
+			fmt.Fprintln(os.Stderr, err, r)
+			return 1
+		}
+		fmt.Println("ready")
+		time.Sleep(600 * time.Second)
 		return 0
 	}
 	return 2

@@ -151,6 +151,13 @@ func runInit() int {
 	}
 	report(statusMsg{Enf: &enf})
 	unix.Close(fdLifeline)
+	if c.Template {
+		// The template's descriptors are its own: a template that dies
+		// must close its control socket, which the host then sees.
+		for i := 0; i < c.ExtraCount; i++ {
+			unix.Close(c.ExtraFirst + i)
+		}
+	}
 	code := reap(pid, sigs)
 	if c.Template {
 		// The sessions forked from a template are this init's children

@@ -631,8 +631,17 @@ func TestPyenvInterpreterUnder0700Home(t *testing.T) {
 // TestHostSIGKILLLeavesNoJailedProcess starts a jail from a helper host
 // process, SIGKILLs the helper, and checks that every jailed process dies.
 func TestHostSIGKILLLeavesNoJailedProcess(t *testing.T) {
+	for _, mode := range []string{"sleepers", "forked-sleepers"} {
+		t.Run(mode, func(t *testing.T) { testHostSIGKILL(t, mode) })
+	}
+}
+
+// testHostSIGKILL SIGKILLs a host whose jail (mode "sleepers") or forked
+// session ("forked-sleepers") runs four sleepers, and waits for every
+// jailed process, the template's included, to be gone.
+func testHostSIGKILL(t *testing.T, mode string) {
 	marker := fmt.Sprintf("codemode-jail-sleeper-%d-%d", os.Getpid(), time.Now().UnixNano())
-	helper := exec.Command("/proc/self/exe", "sleepers", marker)
+	helper := exec.Command("/proc/self/exe", mode, marker)
 	helper.Args[0] = helperHost
 	helper.Env = append(os.Environ(), testMark)
 	helper.Stderr = os.Stderr
@@ -645,6 +654,7 @@ func TestHostSIGKILLLeavesNoJailedProcess(t *testing.T) {
 	}
 	sc := bufio.NewScanner(stdout)
 	initPid, ready := 0, false
+	var others []int // the template's jail
 	for !ready || initPid == 0 {
 		if !sc.Scan() {
 			break
@@ -652,6 +662,10 @@ func TestHostSIGKILLLeavesNoJailedProcess(t *testing.T) {
 		line := sc.Text()
 		if v, ok := strings.CutPrefix(line, "init "); ok {
 			initPid, _ = strconv.Atoi(v)
+		}
+		if v, ok := strings.CutPrefix(line, "template "); ok {
+			p, _ := strconv.Atoi(v)
+			others = append(others, p)
 		}
 		if line == "unsupported" {
 			helper.Wait()
@@ -670,8 +684,10 @@ func TestHostSIGKILLLeavesNoJailedProcess(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		left := findMarked(marker)
-		if alive(initPid) {
-			left = append(left, initPid)
+		for _, p := range append([]int{initPid}, others...) {
+			if alive(p) {
+				left = append(left, p)
+			}
 		}
 		if len(left) == 0 {
 			break

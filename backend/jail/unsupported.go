@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/adk-codemode/codemode/sandboxserver"
 )
@@ -43,3 +44,8 @@ func (c *Cmd) cleanupErr() error { return nil }
 func forkSession(Config, sandboxserver.Command) (*Cmd, error) { return nil, unsupported() }
 
 func closeZygote(Config) error { return nil }
+
+// CheckForked returns an error wrapping [ErrUnsupported] on this platform.
+func CheckForked(ctx context.Context, cfg Config) (Enforcement, time.Duration, error) {
+	return Enforcement{}, 0, unsupported()
+}

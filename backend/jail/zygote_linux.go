@@ -25,6 +25,7 @@ import (
 
 	"github.com/adk-codemode/codemode/internal/tailbuf"
 	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // zygoteSource is the template process: a Python program that loads the
@@ -65,14 +66,19 @@ type zygote struct {
 
 	spare     chan *forked // at most one blank session, forked ahead
 	refilling atomic.Bool
+	ended     chan struct{} // closed when the template's jail has ended
+	hello     atomic.Int64  // zygoteHelloTimeout, in ns (tests shorten it for one template)
 }
+
+func (z *zygote) helloTimeout() time.Duration { return time.Duration(z.hello.Load()) }
 
 // zygotes holds the live template per jail configuration.
 var zygotes = struct {
 	sync.Mutex
-	live   map[string]*zygote
-	failed map[string]time.Time // last failed start
-}{live: map[string]*zygote{}, failed: map[string]time.Time{}}
+	live    map[string]*zygote
+	failed  map[string]time.Time // last failed start
+	running map[*zygote]struct{} // every template whose jail has not ended, live or retired
+}{live: map[string]*zygote{}, failed: map[string]time.Time{}, running: map[*zygote]struct{}{}}
 
 // zygoteKey identifies the jail configuration a template serves: all of
 // Config except the files, which are the session's.
@@ -104,6 +110,11 @@ func getZygote(cfg Config) (*zygote, error) {
 	}
 	delete(zygotes.failed, key)
 	zygotes.live[key] = z
+	select {
+	case <-z.ended:
+	default:
+		zygotes.running[z] = struct{}{}
+	}
 	return z, nil
 }
 
@@ -119,10 +130,8 @@ func stopZygote(cfg Config, wait time.Duration) error {
 		return nil
 	}
 	z.retire()
-	done := make(chan error, 1)
-	go func() { done <- z.cmd.Wait() }()
 	select {
-	case <-done:
+	case <-z.ended:
 		return z.cmd.cleanupErr()
 	case <-time.After(wait):
 		return fmt.Errorf("jail: the template process still has sessions after %s", wait)
@@ -183,11 +192,16 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		_, _ = io.WriteString(srcW, sandboxserver.RunnerSource())
 		srcW.Close()
 	}()
-	z := &zygote{key: key, cfg: cfg, cmd: cmd, ctrl: ctrl, stderr: stderr, spare: make(chan *forked, 1)}
+	z := &zygote{key: key, cfg: cfg, cmd: cmd, ctrl: ctrl, stderr: stderr, spare: make(chan *forked, 1), ended: make(chan struct{})}
+	z.hello.Store(int64(zygoteHelloTimeout))
 	ready := make(chan error, 1)
+	ctrlFD := int(ctrl.Fd())
 	go func() {
 		buf := make([]byte, 16)
-		n, err := unix.Read(int(ctrl.Fd()), buf)
+		n, err := unix.Read(ctrlFD, buf)
+		for err == unix.EINTR {
+			n, err = unix.Read(ctrlFD, buf)
+		}
 		if err == nil && string(buf[:max(n, 0)]) != "ready" {
 			err = fmt.Errorf("said %q", buf[:max(n, 0)])
 		}
@@ -210,6 +224,10 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		// the last of them), but it forks no more.
 		_ = cmd.Wait()
 		z.retire()
+		zygotes.Lock()
+		delete(zygotes.running, z)
+		zygotes.Unlock()
+		close(z.ended)
 	}()
 	return z, nil
 }
@@ -266,16 +284,19 @@ func (z *zygote) request(files ...*os.File) error {
 		return errors.New("jail: the template process was retired")
 	}
 	fd := int(z.ctrl.Fd())
-	deadline := time.Now().Add(zygoteHelloTimeout)
+	deadline := time.Now().Add(z.helloTimeout())
 	for {
 		err := unix.Sendmsg(fd, []byte{'f'}, unix.UnixRights(fds...), nil, unix.MSG_DONTWAIT)
+		if err == unix.EINTR {
+			continue
+		}
 		if err != unix.EAGAIN {
 			runtime.KeepAlive(files)
 			return err
 		}
 		// Its queue is full: give it time to catch up.
 		if time.Now().After(deadline) {
-			return fmt.Errorf("took no request for %s", zygoteHelloTimeout)
+			return fmt.Errorf("took no request for %s", z.helloTimeout())
 		}
 		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}, 100)
 	}
@@ -369,13 +390,13 @@ func (z *zygote) forkBlank() (*forked, error) {
 	}
 	conn := fc.(*net.UnixConn)
 	// The session's first word carries its pid, as the kernel saw it.
-	_ = conn.SetReadDeadline(time.Now().Add(zygoteHelloTimeout))
+	_ = conn.SetReadDeadline(time.Now().Add(z.helloTimeout()))
 	pid, rest, err := readHello(conn)
 	if err != nil {
 		conn.Close()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			z.retireBroken()
-			return fail(fmt.Errorf("%w did not fork a session within %s", errTemplate, zygoteHelloTimeout))
+			return fail(fmt.Errorf("%w did not fork a session within %s", errTemplate, z.helloTimeout()))
 		}
 		if errors.Is(err, io.EOF) {
 			z.retireBroken()
@@ -676,26 +697,60 @@ func (c *Cmd) watchPidfd() {
 // closeZygote stops the template of cfg (see [Backend.Close]).
 func closeZygote(cfg Config) error { return stopZygote(cfg.withDefaults(), 10*time.Second) }
 
-// stopAllZygotes retires every template and waits for their jails.
+// stopAllZygotes retires every template and waits for their jails,
+// those retired before included.
 func stopAllZygotes(wait time.Duration) error {
 	zygotes.Lock()
-	all := make([]*zygote, 0, len(zygotes.live))
 	for k, z := range zygotes.live {
-		all = append(all, z)
 		delete(zygotes.live, k)
+		go z.retire()
+	}
+	all := make([]*zygote, 0, len(zygotes.running))
+	for z := range zygotes.running {
+		all = append(all, z)
 	}
 	zygotes.Unlock()
 	var errs []error
+	deadline := time.After(wait)
 	for _, z := range all {
 		z.retire()
-		done := make(chan struct{})
-		go func() { _ = z.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-z.ended:
 			errs = append(errs, z.cmd.cleanupErr())
-		case <-time.After(wait):
-			errs = append(errs, fmt.Errorf("jail: a template process still has sessions after %s", wait))
+		case <-deadline:
+			return errors.Join(append(errs, fmt.Errorf("jail: a template process still has sessions after %s", wait))...)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CheckForked is [Check] for sessions forked from a template
+// ([Backend.Zygote]): it opens checkRuns sessions of a Backend with cfg,
+// as the backend does, and returns what the first one enforced (read from
+// the session) and the median time to open one until its worker was
+// ready. It stops the template before it returns. An error means forking
+// is not available here; sessions would start cold.
+func CheckForked(ctx context.Context, cfg Config) (Enforcement, time.Duration, error) {
+	be := &Backend{Config: cfg, Zygote: true}
+	defer be.Close()
+	var enf Enforcement
+	var opens []time.Duration
+	for i := range checkRuns {
+		t0 := time.Now()
+		s, err := be.Open(ctx, transport.SessionConfig{})
+		if err != nil {
+			return enf, 0, err
+		}
+		opens = append(opens, time.Since(t0))
+		js := s.(*Session)
+		fb := js.Fallback()
+		if i == 0 {
+			enf = js.Enforced()
+		}
+		js.Close()
+		if fb != nil {
+			return enf, 0, fb
+		}
+	}
+	return enf, median(opens), nil
 }

@@ -126,3 +126,13 @@ print(random.random(), sorted(os.environ), len(os.listdir("/workspace")), "ctype
 		}
 	}
 }
+
+func TestCheckForked(t *testing.T) {
+	e, d, err := jail.CheckForked(t.Context(), jail.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Forked || !e.Seccomp || !e.CapsDropped || !e.PIDNS || !e.UserNS || d <= 0 {
+		t.Fatalf("CheckForked: %v\n%s", d, e)
+	}
+}

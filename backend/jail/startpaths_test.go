@@ -1,0 +1,297 @@
+//go:build linux && amd64
+
+package jail
+
+import (
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// startPaths runs f once with cold sessions and once with sessions forked
+// from a template, so that every hostile case holds on both.
+func startPaths(t *testing.T, cfg Config, f func(t *testing.T, be *Backend)) {
+	for _, forked := range []bool{false, true} {
+		name := "cold"
+		if forked {
+			name = "forked"
+		}
+		t.Run(name, func(t *testing.T) {
+			be := &Backend{Config: cfg, Zygote: forked, cold: !forked}
+			t.Cleanup(func() {
+				if err := be.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			f(t, be)
+		})
+	}
+}
+
+// sessionOf opens a session of be and checks that it started the way be
+// asks (forked or cold).
+func sessionOf(t *testing.T, be *Backend) *Session {
+	t.Helper()
+	s, err := be.Open(t.Context(), transport.SessionConfig{})
+	skipIfUnsupported(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := s.(*Session)
+	t.Cleanup(func() { js.Close() })
+	if be.Zygote {
+		if err := js.Fallback(); err != nil {
+			t.Fatalf("the session started cold: %v", err)
+		}
+		if !js.Enforced().Forked {
+			t.Fatal("the session does not report that it was forked")
+		}
+	} else if js.Enforced().Forked {
+		t.Fatal("a cold session reports that it was forked")
+	}
+	return js
+}
+
+func execIn(t *testing.T, s *Session, code string) *transport.Result {
+	t.Helper()
+	r, err := s.Exec(t.Context(), transport.Block{Code: code, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	return r
+}
+
+func TestSessionHostileCasesOnBothStartPaths(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	secret, err := os.CreateTemp(home, "codemode-jail-secret-*")
+	if err != nil {
+		t.Skipf("cannot write into home: %v", err)
+	}
+	secret.WriteString("secret")
+	secret.Close()
+	t.Cleanup(func() { os.Remove(secret.Name()) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hostPort := ln.Addr().(*net.TCPAddr).Port
+
+	startPaths(t, Config{MemoryBytes: 256 << 20, Processes: 64}, func(t *testing.T, be *Backend) {
+		s := sessionOf(t, be)
+		t.Run("secrets", func(t *testing.T) {
+			r := execIn(t, s, `
+import os
+for p in [`+pyStr(secret.Name())+`, "/etc/shadow", "/proc/1/root/etc/shadow", "/sys/kernel/notes"]:
+    try:
+        open(p).read(); print(p, "READABLE")
+    except OSError as e:
+        print(p, type(e).__name__)
+print("dirs", [d for d in ("/home", "/root", "/run", "/sys") if os.path.exists(d)])
+`)
+			if strings.Contains(r.Stdout, "READABLE") || !strings.Contains(r.Stdout, "dirs []") {
+				t.Fatalf("host files visible:\n%s%s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("processes", func(t *testing.T) {
+			r := execIn(t, s, `
+import os
+print(sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.getppid())`)
+			// pid 1 (the supervisor) and the worker; never the template.
+			if f := strings.Fields(strings.Trim(r.Stdout, "\n")); len(f) != 3 || f[0] != "[1," || f[2] != "1" {
+				t.Fatalf("visible processes %q", r.Stdout)
+			}
+		})
+		t.Run("network", func(t *testing.T) {
+			r := execIn(t, s, `
+import socket, errno
+print([n for _, n in socket.if_nameindex()])
+for addr in [("127.0.0.1", `+strconv.Itoa(hostPort)+`), ("10.0.0.1", 80)]:
+    s = socket.socket(); s.settimeout(5)
+    try:
+        s.connect(addr); print("CONNECTED", addr)
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, e))
+    s.close()
+`)
+			if r.Stdout != "['lo']\nECONNREFUSED\nENETUNREACH\n" {
+				t.Fatalf("network probe: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("writes", func(t *testing.T) {
+			r := execIn(t, s, `
+import errno
+for p in ["/x", "/usr/x", "/etc/x", "/codemode/x", "/workspace/x", "/tmp/x", "/dev/shm/x"]:
+    try:
+        open(p, "w").close(); print(p, "ok")
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])
+`)
+			want := "/x EROFS\n/usr/x EROFS\n/etc/x EROFS\n/codemode/x EROFS\n/workspace/x ok\n/tmp/x ok\n/dev/shm/x ok\n"
+			if r.Stdout != want {
+				t.Fatalf("writes:\n%s%s\nwant:\n%s", r.Stdout, r.Stderr, want)
+			}
+		})
+		t.Run("seccomp", func(t *testing.T) {
+			// A forked session's template may unshare and mount; the
+			// session and its code must not.
+			r := execIn(t, s, `
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *args):
+    r = getattr(libc, name)(*args)
+    return "ok" if r != -1 else errno.errorcode[ctypes.get_errno()]
+print(call("unshare", 0x10000000), call("unshare", 0x00020000), call("mount", b"none", b"/tmp", b"tmpfs", 0, None),
+      call("syscall", 56, 0x10000000 | 17, None, None, None, None), call("ptrace", 0, 0, None, None))
+`)
+			if r.Stdout != "EPERM EPERM EPERM EPERM EPERM\n" {
+				t.Fatalf("denied calls: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("x32", func(t *testing.T) {
+			r := execIn(t, s, x32Probe)
+			if strings.Contains(r.Stdout, "returned") || r.ExitCode != 128+int(syscall.SIGSYS) && !r.Reset {
+				t.Fatalf("x32 syscall: exit %d, reset %v, stdout %q", r.ExitCode, r.Reset, r.Stdout)
+			}
+		})
+		t.Run("memory bomb", func(t *testing.T) {
+			r := execIn(t, s, `
+b = []
+for _ in range(64):
+    b.append(bytearray(16 << 20))
+print("survived")`)
+			if strings.Contains(r.Stdout, "survived") {
+				t.Fatalf("1 GiB allocated under a 256 MiB limit: %+v", r)
+			}
+			if r2 := execIn(t, s, "print(2)"); r2.Stdout != "2\n" {
+				t.Fatalf("the session did not recover: %+v", r2)
+			}
+		})
+		t.Run("fork bomb", func(t *testing.T) {
+			r := execIn(t, s, `
+import os, time
+n = 0
+try:
+    for _ in range(1000):
+        if os.fork() == 0:
+            time.sleep(30); os._exit(0)
+        n += 1
+except OSError as e:
+    print("stopped", n, e.errno)
+`)
+			if !strings.HasPrefix(r.Stdout, "stopped ") {
+				t.Fatalf("fork bomb not stopped: %+v", r)
+			}
+		})
+	})
+}
+
+func pyStr(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+// templatePython is the host pid of the template's Python process, the
+// payload of the template's jail.
+func templatePython(t *testing.T, cfg Config) (*zygote, int) {
+	t.Helper()
+	c := cfg
+	python, err := c.Interpreter()
+	if err != nil {
+		t.Skip(err)
+	}
+	c.Python = python
+	zygotes.Lock()
+	z := zygotes.live[zygoteKey(c.withDefaults())]
+	zygotes.Unlock()
+	if z == nil {
+		t.Fatal("no live template")
+	}
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(z.cmd.Pid()) + "/task/" + strconv.Itoa(z.cmd.Pid()) + "/children")
+	kids := strings.Fields(string(data))
+	if len(kids) == 0 {
+		t.Fatal("the template's jail has no payload")
+	}
+	pid, _ := strconv.Atoi(kids[0])
+	return z, pid
+}
+
+func TestDeadTemplateFallsBackAndIsReplaced(t *testing.T) {
+	be := &Backend{Zygote: true}
+	t.Cleanup(func() { _ = be.Close() })
+	before := sessionOf(t, be)
+	z, pid := templatePython(t, Config{})
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The template's death ends no session forked from it.
+	if r := execIn(t, before, "print(1)"); r.Stdout != "1\n" {
+		t.Fatalf("a session of the dead template: %+v", r)
+	}
+	// The spare forked ahead may still serve one session; the dead
+	// template is found out when it is next asked to fork (a session that
+	// needed it would start cold and say why), and then replaced. Every
+	// session runs.
+	for i := 0; i < 3; i++ {
+		s, err := be.Open(t.Context(), transport.SessionConfig{})
+		if err != nil {
+			t.Fatalf("a session after the template died: %v", err)
+		}
+		if fb := s.(*Session).Fallback(); fb != nil {
+			t.Logf("session %d started cold: %v", i, fb)
+		}
+		if r := execIn(t, s.(*Session), "print(2)"); r.Stdout != "2\n" {
+			t.Fatalf("%+v", r)
+		}
+		s.Close()
+	}
+	if !z.isRetired() {
+		t.Fatal("the dead template was not retired")
+	}
+	s := sessionOf(t, be) // forked from a new template
+	if z2, _ := templatePython(t, Config{}); z2 == z {
+		t.Fatal("the dead template is still in use")
+	}
+	if r := execIn(t, s, "print(3)"); r.Stdout != "3\n" {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestStuckTemplateFallsBack(t *testing.T) {
+	cfg := Config{Processes: 100} // a template of its own
+	be := &Backend{Config: cfg, Zygote: true}
+	t.Cleanup(func() { _ = be.Close() })
+	sessionOf(t, be).Close()
+	z, pid := templatePython(t, cfg)
+	z.hello.Store(int64(time.Second))
+	// Let the spare be taken, so that the next session needs a fork.
+	sessionOf(t, be).Close()
+	for z.refilling.Load() || len(z.spare) > 0 {
+		if len(z.spare) > 0 {
+			f := <-z.spare
+			f.discard()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	s, err := be.Open(t.Context(), transport.SessionConfig{})
+	if err != nil {
+		t.Fatalf("a session with a stuck template: %v", err)
+	}
+	defer s.Close()
+	if fb := s.(*Session).Fallback(); fb == nil || !strings.Contains(fb.Error(), "did not fork") {
+		t.Fatalf("Fallback() = %v; want the stuck template reported", fb)
+	}
+	if s.(*Session).Enforced().Forked {
+		t.Fatal("a cold session reports that it was forked")
+	}
+	if !z.isRetired() {
+		t.Fatal("the stuck template was not retired")
+	}
+}
