@@ -230,6 +230,7 @@ def _init(setup, inside):
     lock the jail, then supervise."""
     try:
         _prepare(inside)
+        fixed = _read_fixed()
     except StepError as e:
         _report(setup, {"op": e.op, "errno": e.errno, "msg": e.msg})
         os._exit(126)
@@ -259,7 +260,7 @@ def _init(setup, inside):
         os._exit(125)
     try:
         cfg = json.loads(line)
-        enf = _build(cfg, inside)
+        enf = _build(cfg, inside, fixed)
     except StepError as e:
         _report(setup, {"op": e.op, "errno": e.errno, "msg": e.msg})
         os._exit(126)
@@ -290,7 +291,7 @@ def _prepare(inside):
     _step("bring up lo", _lo_up)
 
 
-def _build(cfg, inside):
+def _build(cfg, inside, fixed):
     if cfg["workspace_bytes"] != int(os.environ.get("CODEMODE_ZYGOTE_WORKSPACE_BYTES", "0")) or \
             cfg["tmp_bytes"] != int(os.environ.get("CODEMODE_ZYGOTE_TMP_BYTES", "0")):
         raise StepError("check the template's mount sizes", ValueError("the session asks for other sizes"))
@@ -314,7 +315,7 @@ def _build(cfg, inside):
     _check("clear dumpable", _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
     _load_seccomp(base64.b64decode(cfg["seccomp"]))
     _step("chdir /workspace", os.chdir, "/workspace")
-    return _read_back(cfg, securebits)
+    return _read_back(cfg, securebits, fixed)
 
 
 def _write_file(path, data):
@@ -367,20 +368,16 @@ def _load_seccomp(prog):
                                                 SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(fprog)))
 
 
-def _read_back(cfg, securebits):
-    """What this session really has, read from the kernel after setup."""
-    status = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            status[k] = v.strip()
+def _read_fixed():
+    """What the session's own namespaces, mounts and loopback are, read
+    back once they are made: nothing changes them afterwards (the session
+    filter denies mount, unshare and setns)."""
     ns = {}
     for n in _NS_NAMES:
         try:
             ns[n] = os.stat("/proc/self/ns/" + n).st_ino != _TEMPLATE_NS[n]
         except OSError:
             ns[n] = False
-    caps = all(int(status.get(k, "1"), 16) == 0 for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"))
     ro = all(os.statvfs(p).f_flag & os.ST_RDONLY for p in ("/", "/usr", "/etc"))
     lo = False
     try:
@@ -393,6 +390,21 @@ def _read_back(cfg, securebits):
         lo = names == ["lo"] and struct.unpack("16sH", ifr[:18])[1] & 1 == 1
     except OSError:
         pass
+    return {
+        "UserNS": ns["user"], "MountNS": ns["mnt"], "PIDNS": ns["pid"] and os.getpid() == 1,
+        "NetNS": ns["net"], "IPCNS": ns["ipc"], "UTSNS": ns["uts"] and socket.gethostname() == "sandbox",
+        "ReadOnlyRoot": bool(ro), "Loopback": lo,
+    }
+
+
+def _read_back(cfg, securebits, fixed):
+    """What this session really has, read from the kernel after setup."""
+    status = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            status[k] = v.strip()
+    caps = all(int(status.get(k, "1"), 16) == 0 for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"))
     rl = {}
     for name in ("CORE", "CPU", "FSIZE", "NOFILE", "NPROC"):
         rl[name] = resource.getrlimit(getattr(resource, "RLIMIT_" + name))[0]
@@ -400,19 +412,21 @@ def _read_back(cfg, securebits):
     if cfg.get("as", -1) >= 0:
         rl["AS"] = cfg["as"] if hard_as == resource.RLIM_INFINITY else min(cfg["as"], hard_as)
     sb = _libc.prctl(PR_GET_SECUREBITS, 0, 0, 0, 0)
-    return {
-        "UserNS": ns["user"], "MountNS": ns["mnt"], "PIDNS": ns["pid"] and os.getpid() == 1,
-        "NetNS": ns["net"], "IPCNS": ns["ipc"], "UTSNS": ns["uts"] and socket.gethostname() == "sandbox",
-        "CgroupNS": ns["cgroup"],
+    try:
+        cgroup_ns = os.stat("/proc/self/ns/cgroup").st_ino != _TEMPLATE_NS["cgroup"]
+    except OSError:
+        cgroup_ns = False
+    enf = dict(fixed)
+    enf.update({
+        "CgroupNS": cgroup_ns,
         "Seccomp": status.get("Seccomp") == "2",
         "NoNewPrivs": status.get("NoNewPrivs") == "1",
         "CapsDropped": caps,
         "Securebits": securebits and sb >= 0 and sb & 3 == 3,
-        "ReadOnlyRoot": bool(ro),
-        "Loopback": lo,
         "PayloadUID": os.getuid(), "PayloadGID": os.getgid(),
         "Rlimits": {k: min(v, (1 << 64) - 1) if v >= 0 else (1 << 64) - 1 for k, v in rl.items()},
-    }
+    })
+    return enf
 
 
 # --- the supervisor ------------------------------------------------------

@@ -199,7 +199,7 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 	go func() {
 		buf := make([]byte, 16)
 		n, err := unix.Read(ctrlFD, buf)
-		for err == unix.EINTR {
+		for errors.Is(err, unix.EINTR) {
 			n, err = unix.Read(ctrlFD, buf)
 		}
 		if err == nil && string(buf[:max(n, 0)]) != "ready" {
@@ -287,10 +287,10 @@ func (z *zygote) request(files ...*os.File) error {
 	deadline := time.Now().Add(z.helloTimeout())
 	for {
 		err := unix.Sendmsg(fd, []byte{'f'}, unix.UnixRights(fds...), nil, unix.MSG_DONTWAIT)
-		if err == unix.EINTR {
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
-		if err != unix.EAGAIN {
+		if !errors.Is(err, unix.EAGAIN) {
 			runtime.KeepAlive(files)
 			return err
 		}
@@ -337,7 +337,7 @@ type forked struct {
 
 // discard kills a forked session that will not be used.
 func (f *forked) discard() {
-	f.conn.Close()
+	_ = f.conn.Close()
 	_ = f.cmd.Kill()
 	_ = f.cmd.Wait()
 }
@@ -393,7 +393,7 @@ func (z *zygote) forkBlank() (*forked, error) {
 	_ = conn.SetReadDeadline(time.Now().Add(z.helloTimeout()))
 	pid, rest, err := readHello(conn)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			z.retireBroken()
 			return fail(fmt.Errorf("%w did not fork a session within %s", errTemplate, z.helloTimeout()))
@@ -406,13 +406,13 @@ func (z *zygote) forkBlank() (*forked, error) {
 	}
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return fail(fmt.Errorf("jail: forked session: pidfd_open %d: %w", pid, err))
 	}
 	cmd = &Cmd{pidfd: pidfd, pid: pid, exited: make(chan struct{}), cg: <-cgc}
 	go cmd.watchPidfd()
 	if err := cmd.cg.attach(pid); err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return fail(err)
 	}
 	return &forked{conn: conn, rest: rest, cmd: cmd}, nil
@@ -486,7 +486,7 @@ func forkSession(cfg Config, c sandboxserver.Command) (*Cmd, error) {
 		return nil, err
 	}
 	conn, cmd := f.conn, f.cmd
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	ok := false
 	defer func() {
 		if !ok {
@@ -618,8 +618,11 @@ func readHello(conn *net.UnixConn) (int, []byte, error) {
 		return 0, nil, fmt.Errorf("unexpected first message %q", buf[:n])
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return 0, nil, fmt.Errorf("no credentials with the first message (%v)", err)
+	if err != nil {
+		return 0, nil, fmt.Errorf("the first message's control data: %w", err)
+	}
+	if len(msgs) != 1 {
+		return 0, nil, fmt.Errorf("%d control messages with the first message; want its credentials", len(msgs))
 	}
 	cred, err := unix.ParseUnixCredentials(&msgs[0])
 	if err != nil {
@@ -684,7 +687,7 @@ func (c *Cmd) watchPidfd() {
 	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
 	for {
 		n, err := unix.Poll(fds, -1)
-		if err == unix.EINTR {
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil || n > 0 {
@@ -732,7 +735,7 @@ func stopAllZygotes(wait time.Duration) error {
 // is not available here; sessions would start cold.
 func CheckForked(ctx context.Context, cfg Config) (Enforcement, time.Duration, error) {
 	be := &Backend{Config: cfg, Zygote: true}
-	defer be.Close()
+	defer func() { _ = be.Close() }()
 	var enf Enforcement
 	var opens []time.Duration
 	for i := range checkRuns {

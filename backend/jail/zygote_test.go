@@ -70,8 +70,10 @@ func TestZygoteManySessions(t *testing.T) {
 				return
 			}
 			r, err := s.Exec(t.Context(), transport.Block{Code: fmt.Sprintf("print(%d)", i), Timeout: 60 * time.Second})
-			if err != nil || r.Stdout != fmt.Sprintf("%d\n", i) {
-				errs[i] = fmt.Errorf("exec: %v %+v", err, r)
+			if err != nil {
+				errs[i] = fmt.Errorf("exec: %w", err)
+			} else if r.Stdout != fmt.Sprintf("%d\n", i) {
+				errs[i] = fmt.Errorf("exec: result %+v", r)
 			}
 		})
 	}
