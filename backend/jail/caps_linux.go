@@ -66,6 +66,39 @@ func dropPrivileges(c *initConfig, enf *Enforcement) error {
 	return nil
 }
 
+// templateCaps leaves a rootless template (zygote_linux.go) one
+// capability of its own user namespace, CAP_SETFCAP, carried across the
+// exec of its interpreter as an ambient capability: the kernel lets a
+// nested user namespace map an id onto its parent's uid 0 (the only id a
+// rootless jail has) only if its creator had CAP_SETFCAP. Every session
+// forked from it drops it with the rest. It replaces dropPrivileges.
+func templateCaps(enf *Enforcement) error {
+	const keep = unix.CAP_SETFCAP
+	for capNr := 0; capNr <= 63; capNr++ {
+		if capNr == keep {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(capNr), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return stepErr("drop capability bounding set", err)
+		}
+	}
+	bits := uintptr(secbitNoroot | secbitNorootLocked | secbitKeepCapsLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked)
+	enf.Securebits = unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0) == nil
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	data[0].Effective, data[0].Permitted, data[0].Inheritable = 1<<keep, 1<<keep, 1<<keep
+	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET,
+		uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return stepErr("set the template's capabilities", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, keep, 0, 0); err != nil {
+		return stepErr("raise the template's ambient capability", err)
+	}
+	return nil
+}
+
 // capsetEmpty empties the permitted, effective and inheritable sets, on all
 // threads when the runtime supports it (no cgo), else on this thread.
 func capsetEmpty() error {

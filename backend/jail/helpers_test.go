@@ -95,6 +95,9 @@ time.sleep(600)
 		fmt.Printf("init %d\n", c.Pid())
 		_ = c.Wait()
 		return 0
+	case "forked-probe":
+		_ = json.NewEncoder(os.Stdout).Encode(probeInForkedSession(args[1]))
+		return 0
 	case "forked-sleepers":
 		// The same from a session forked from a template.
 		s, err := (&Backend{Zygote: true}).Open(context.Background(), transport.SessionConfig{})
@@ -131,4 +134,34 @@ for i in range(4):
 		return 0
 	}
 	return 2
+}
+
+// probeInForkedSession runs code in a session forked from a template.
+func probeInForkedSession(code string) helperReport {
+	var rep helperReport
+	be := &Backend{Zygote: true}
+	defer func() { _ = be.Close() }()
+	s, err := be.Open(context.Background(), transport.SessionConfig{})
+	if err != nil {
+		rep.Unsupported = errors.Is(err, ErrUnsupported)
+		rep.Err = err.Error()
+		return rep
+	}
+	defer s.Close()
+	js := s.(*Session)
+	if fb := js.Fallback(); fb != nil {
+		rep.Err = "started cold: " + fb.Error()
+		return rep
+	}
+	rep.Enf = js.Enforced()
+	r, err := s.Exec(context.Background(), transport.Block{Code: code, Timeout: 60 * time.Second})
+	if err != nil {
+		rep.Err = err.Error()
+		return rep
+	}
+	rep.Stdout, rep.Stderr = r.Stdout, r.Stderr
+	if r.ExitCode != 0 {
+		rep.Err = fmt.Sprintf("exit code %d", r.ExitCode)
+	}
+	return rep
 }

@@ -104,7 +104,11 @@ func runInit() int {
 	}
 	enf.Rlimits = rl
 
-	if err := dropPrivileges(&c, &enf); err != nil {
+	if c.Template && c.Rootless {
+		if err := templateCaps(&enf); err != nil {
+			return fail(err)
+		}
+	} else if err := dropPrivileges(&c, &enf); err != nil {
 		return fail(err)
 	}
 	// setresuid cleared PDEATHSIG: arm it again, then make sure the host

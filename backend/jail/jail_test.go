@@ -746,6 +746,14 @@ func alive(pid int) bool {
 }
 
 func TestRootless(t *testing.T) {
+	for _, mode := range []string{"probe", "forked-probe"} {
+		t.Run(mode, func(t *testing.T) { testRootless(t, mode) })
+	}
+}
+
+// testRootless runs a probe in a rootless jail (mode "probe") or in a
+// session forked from a rootless template ("forked-probe").
+func testRootless(t *testing.T, mode string) {
 	code := statusProbe + `
 import errno, socket
 for p in ("/usr/x", "/x"):
@@ -757,10 +765,13 @@ open("/workspace/ok", "w").write("ok"); print("W/workspace=ok")
 print("Ifaces=" + ",".join(n for _, n in socket.if_nameindex()))
 `
 	var rep helperReport
-	if os.Geteuid() != 0 {
+	switch {
+	case os.Geteuid() != 0 && mode == "probe":
 		rep = probeInJail(code) // already rootless
-	} else {
-		helper := exec.Command("/proc/self/exe", "probe", code)
+	case os.Geteuid() != 0:
+		rep = probeInForkedSession(code)
+	default:
+		helper := exec.Command("/proc/self/exe", mode, code)
 		helper.Args[0] = helperHost
 		helper.Env = []string{testMark}
 		helper.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
@@ -780,6 +791,9 @@ print("Ifaces=" + ",".join(n for _, n in socket.if_nameindex()))
 		t.Fatalf("rootless jail: %s\n%s\n%s", rep.Err, rep.Stdout, rep.Stderr)
 	}
 	want := wantStatus(0)
+	if mode == "forked-probe" {
+		want = wantStatus(PayloadID) // see startZygote
+	}
 	delete(want, "Groups")
 	want["W/usr/x"], want["W/x"], want["W/workspace"], want["Ifaces"] = "EROFS", "EROFS", "ok", "lo"
 	got := parseStatus(rep.Stdout)
@@ -791,6 +805,9 @@ print("Ifaces=" + ",".join(n for _, n in socket.if_nameindex()))
 	e := rep.Enf
 	if !e.Rootless || !e.CapsDropped || !e.Seccomp || !e.NoNewPrivs || e.Rlimits["NPROC"] == 0 {
 		t.Errorf("rootless Enforcement:\n%s", e)
+	}
+	if e.Forked != (mode == "forked-probe") {
+		t.Errorf("rootless Enforcement.Forked = %v in mode %s", e.Forked, mode)
 	}
 	if e.CgroupMemory || e.CgroupPids {
 		t.Logf("rootless caller got cgroups (delegated subtree): %s", e.CgroupVersion)

@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/adk-codemode/codemode/internal/clip"
 	"github.com/adk-codemode/codemode/internal/tailbuf"
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
@@ -162,10 +163,10 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		return nil, err
 	}
 	defer srcR.Close()
+	// Sessions run as inside uid PayloadID, rootless too: mapping uid 0
+	// of a nested user namespace needs CAP_SETFCAP in the template's,
+	// which the template no longer has.
 	uid := PayloadID
-	if os.Geteuid() != 0 {
-		uid = 0
-	}
 	d := cfg.withDefaults()
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "CODEMODE_ZYGOTE_UID=" + strconv.Itoa(uid),
 		"CODEMODE_ZYGOTE_WORKSPACE_BYTES=" + strconv.FormatInt(d.WorkspaceBytes, 10),
@@ -323,6 +324,18 @@ type forkStatus struct {
 	Enf   *Enforcement `json:"enf"`
 }
 
+// err is the setup failure st reports, or nil.
+func (st *forkStatus) err() error {
+	if st.Op == "" {
+		return nil
+	}
+	var e error = errors.New(clip.String(st.Msg, 400))
+	if st.Errno != 0 {
+		e = syscall.Errno(st.Errno)
+	}
+	return &SetupError{Op: clip.String(st.Op, 200) + " (forked session)", Err: e}
+}
+
 // errTemplate marks a failure of the template itself (dead or stuck), as
 // opposed to a failure of the session's own setup.
 var errTemplate = errors.New("jail: the template process")
@@ -401,6 +414,15 @@ func (z *zygote) forkBlank() (*forked, error) {
 		if errors.Is(err, io.EOF) {
 			z.retireBroken()
 			return fail(fmt.Errorf("%w: the forked session ended before it reported%s", errTemplate, zygoteStderr(z)))
+		}
+		var se *SetupError
+		if errors.As(err, &se) {
+			// Its sessions cannot make their namespaces here: use the
+			// cold path for a while.
+			z.retireBroken()
+			zygotes.Lock()
+			zygotes.failed[z.key] = time.Now()
+			zygotes.Unlock()
 		}
 		return fail(fmt.Errorf("jail: forked session: %w", err))
 	}
@@ -535,12 +557,8 @@ func forkSession(cfg Config, c sandboxserver.Command) (*Cmd, error) {
 	if err := readStatus(conn, f.rest, &st); err != nil {
 		return nil, fmt.Errorf("jail: forked session: setup report: %w", err)
 	}
-	if st.Op != "" {
-		var e error = errors.New(st.Msg)
-		if st.Errno != 0 {
-			e = syscall.Errno(st.Errno)
-		}
-		return nil, &SetupError{Op: st.Op + " (forked session)", Err: e}
+	if err := st.err(); err != nil {
+		return nil, err
 	}
 	if st.Enf == nil {
 		return nil, errors.New("jail: forked session: setup report without enforcement")
@@ -615,7 +633,12 @@ func readHello(conn *net.UnixConn) (int, []byte, error) {
 		return 0, nil, io.EOF
 	}
 	if !bytes.HasPrefix(buf[:n], []byte("hello\n")) {
-		return 0, nil, fmt.Errorf("unexpected first message %q", buf[:n])
+		// A failure before the hello is reported in its place.
+		var st forkStatus
+		if err := readStatus(conn, buf[:n], &st); err == nil && st.Op != "" {
+			return 0, nil, st.err()
+		}
+		return 0, nil, fmt.Errorf("unexpected first message %q", clip.String(string(buf[:n]), 64))
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil {
