@@ -106,6 +106,17 @@
 // end the whole jail: the kernel kills every process of a pid namespace
 // whose pid 1 dies. After [Cmd.Wait] returns, no jailed process is left.
 //
+// # Forked sessions
+//
+// With [Backend.Zygote] set, sessions are forked from a template process
+// (one per interpreter and Config, itself jailed, with the worker's
+// runner loaded) instead of starting a jail each: about a third of a cold
+// start. Each forked session still gets its own namespaces, cgroups,
+// mounts, limits, seccomp filter and dropped privileges, read back from
+// the session ([Enforcement.Forked] tells them apart); docs/jail.md says
+// what forked sessions share with the template. A session that cannot be
+// forked starts cold ([Session.Fallback]). [CheckForked] probes it.
+//
 // # Platforms
 //
 // Linux 5.12 or later on amd64. Elsewhere, and where user namespaces are

@@ -77,9 +77,14 @@ func (z *zygote) helloTimeout() time.Duration { return time.Duration(z.hello.Loa
 var zygotes = struct {
 	sync.Mutex
 	live    map[string]*zygote
-	failed  map[string]time.Time // last failed start
-	running map[*zygote]struct{} // every template whose jail has not ended, live or retired
-}{live: map[string]*zygote{}, failed: map[string]time.Time{}, running: map[*zygote]struct{}{}}
+	failed  map[string]zygoteFailure // the last failure, when its sessions must start cold for a while
+	running map[*zygote]struct{}     // every template whose jail has not ended, live or retired
+}{live: map[string]*zygote{}, failed: map[string]zygoteFailure{}, running: map[*zygote]struct{}{}}
+
+type zygoteFailure struct {
+	at  time.Time
+	err error
+}
 
 // zygoteKey identifies the jail configuration a template serves: all of
 // Config except the files, which are the session's.
@@ -101,12 +106,13 @@ func getZygote(cfg Config) (*zygote, error) {
 		}
 		delete(zygotes.live, key)
 	}
-	if t, ok := zygotes.failed[key]; ok && time.Since(t) < zygoteRetry {
-		return nil, errors.New("jail: the template process failed to start a moment ago")
+	if f, ok := zygotes.failed[key]; ok && time.Since(f.at) < zygoteRetry {
+		return nil, fmt.Errorf("%w failed %s ago (it is tried again after %s): %w",
+			errTemplate, time.Since(f.at).Round(time.Millisecond), zygoteRetry, f.err)
 	}
 	z, err := startZygote(cfg, key)
 	if err != nil {
-		zygotes.failed[key] = time.Now()
+		zygotes.failed[key] = zygoteFailure{time.Now(), err}
 		return nil, err
 	}
 	delete(zygotes.failed, key)
@@ -163,9 +169,8 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		return nil, err
 	}
 	defer srcR.Close()
-	// Sessions run as inside uid PayloadID, rootless too: mapping uid 0
-	// of a nested user namespace needs CAP_SETFCAP in the template's,
-	// which the template no longer has.
+	// Sessions run as inside uid PayloadID in both modes (rootless cold
+	// jails use 0, which a nested user namespace has no need for).
 	uid := PayloadID
 	d := cfg.withDefaults()
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "CODEMODE_ZYGOTE_UID=" + strconv.Itoa(uid),
@@ -203,8 +208,11 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		for errors.Is(err, unix.EINTR) {
 			n, err = unix.Read(ctrlFD, buf)
 		}
-		if err == nil && string(buf[:max(n, 0)]) != "ready" {
-			err = fmt.Errorf("said %q", buf[:max(n, 0)])
+		switch {
+		case err == nil && n <= 0:
+			err = errors.New("it exited before it was ready")
+		case err == nil && string(buf[:n]) != "ready":
+			err = fmt.Errorf("it said %q instead of ready", buf[:n])
 		}
 		ready <- err
 	}()
@@ -221,8 +229,9 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		return nil, fmt.Errorf("jail: the template process did not start: %w\n%s", err, msg)
 	}
 	go func() {
-		// A template that dies takes no session with it (they end with
-		// the last of them), but it forks no more.
+		// The jail ends once the template and every session forked from
+		// it have ended (a template that dies alone forks no more, which
+		// the next request finds out).
 		_ = cmd.Wait()
 		z.retire()
 		zygotes.Lock()
@@ -421,7 +430,7 @@ func (z *zygote) forkBlank() (*forked, error) {
 			// cold path for a while.
 			z.retireBroken()
 			zygotes.Lock()
-			zygotes.failed[z.key] = time.Now()
+			zygotes.failed[z.key] = zygoteFailure{time.Now(), err}
 			zygotes.Unlock()
 		}
 		return fail(fmt.Errorf("jail: forked session: %w", err))
