@@ -110,8 +110,8 @@
 //
 // With [Backend.Zygote] set, sessions are forked from a template process
 // (one per interpreter and Config, itself jailed, with the worker's
-// runner loaded) instead of starting a jail each: about a third of a cold
-// start. Each forked session still gets its own namespaces, cgroups,
+// runner loaded) instead of starting a jail each: a quarter to a third of
+// a cold start. Each forked session still gets its own namespaces, cgroups,
 // mounts, limits, seccomp filter and dropped privileges, read back from
 // the session ([Enforcement.Forked] tells them apart); docs/jail.md says
 // what forked sessions share with the template. A session that cannot be
