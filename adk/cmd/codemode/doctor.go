@@ -16,10 +16,13 @@ import (
 const doctorUsage = `Usage: codemode doctor [flags]
 
 Starts a real jail and reports, per backend, which protections this host
-actually enforces, and measures cold starts. The docker column is what the
-engine applied to a sandbox container of --image, read back from the
-engine; the engine is found as the docker CLI finds it ($DOCKER_HOST, else
-$DOCKER_CONTEXT, else the current context of the docker config file). Exits non-zero when the default backend (jail)
+actually enforces, and measures session starts without a pool. The "jail
+(forked)" column is a session forked from a template process
+(jail.Backend.Zygote), read back from the session. The docker column is
+what the engine applied to a sandbox container of --image, read back
+from the engine; the engine is found as the docker CLI finds it
+($DOCKER_HOST, else $DOCKER_CONTEXT, else the current context of the
+docker config file). Exits non-zero when the default backend (jail)
 cannot run here.
 
 With --url, checks a remote sandbox server instead: its health, that it
@@ -53,6 +56,19 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 
 	e := rep.Enforcement
 	ok := jerr == nil
+	// The forked column: a session forked from a template process
+	// (jail.Backend.Zygote), read back from the session itself.
+	fe, fstart, ferr := jail.CheckForked(ctx, jail.Config{Python: *python})
+	fok := ok && ferr == nil
+	fyn := func(b bool) string {
+		if !fok {
+			return "-"
+		}
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
 	db, derr := docker.New(docker.Config{Image: *image})
 	var d docker.Enforcement
 	if derr == nil {
@@ -84,24 +100,29 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		return "no"
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "protection\tjail\tdocker\tunsandboxed")
-	row := func(name, jailVal, dockerVal string) { fmt.Fprintf(tw, "%s\t%s\t%s\tno\n", name, jailVal, dockerVal) }
-	row("user namespace", yn(e.UserNS), dv("no (user "+d.User+")"))
-	row("mount namespace, read-only root", yn(e.MountNS && e.ReadOnlyRoot), dyn(d.ReadOnlyRoot))
-	row("pid namespace", yn(e.PIDNS), dv("yes"))
-	row("net namespace (no network)", yn(e.NetNS && e.Loopback && len(rep.Interfaces) <= 1 && !rep.HostLoopbackReachable), dyn(d.NetworkMode == "none"))
-	row("ipc namespace", yn(e.IPCNS), dv(d.IpcMode))
-	row("uts namespace", yn(e.UTSNS), dv("yes"))
-	row("seccomp filter", yn(e.Seccomp), dv(d.Seccomp))
-	row("no_new_privs", yn(e.NoNewPrivs), dyn(d.NoNewPrivileges))
-	row("capabilities dropped", yn(e.CapsDropped), dyn(d.CapDropAll))
-	row("cgroup memory limit", yn(e.CgroupMemory), dv(limit(d.MemoryBytes, "bytes")))
-	row("cgroup pids limit", yn(e.CgroupPids), dv(limit(d.PidsLimit, "")))
-	rl := "-"
+	fmt.Fprintln(tw, "protection\tjail\tjail (forked)\tdocker\tunsandboxed")
+	row := func(name, jailVal, forkedVal, dockerVal string) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tno\n", name, jailVal, forkedVal, dockerVal)
+	}
+	row("user namespace", yn(e.UserNS), fyn(fe.UserNS), dv("no (user "+d.User+")"))
+	row("mount namespace, read-only root", yn(e.MountNS && e.ReadOnlyRoot), fyn(fe.MountNS && fe.ReadOnlyRoot), dyn(d.ReadOnlyRoot))
+	row("pid namespace", yn(e.PIDNS), fyn(fe.PIDNS), dv("yes"))
+	row("net namespace (no network)", yn(e.NetNS && e.Loopback && len(rep.Interfaces) <= 1 && !rep.HostLoopbackReachable), fyn(fe.NetNS && fe.Loopback), dyn(d.NetworkMode == "none"))
+	row("ipc namespace", yn(e.IPCNS), fyn(fe.IPCNS), dv(d.IpcMode))
+	row("uts namespace", yn(e.UTSNS), fyn(fe.UTSNS), dv("yes"))
+	row("seccomp filter", yn(e.Seccomp), fyn(fe.Seccomp), dv(d.Seccomp))
+	row("no_new_privs", yn(e.NoNewPrivs), fyn(fe.NoNewPrivs), dyn(d.NoNewPrivileges))
+	row("capabilities dropped", yn(e.CapsDropped), fyn(fe.CapsDropped), dyn(d.CapDropAll))
+	row("cgroup memory limit", yn(e.CgroupMemory), fyn(fe.CgroupMemory), dv(limit(d.MemoryBytes, "bytes")))
+	row("cgroup pids limit", yn(e.CgroupPids), fyn(fe.CgroupPids), dv(limit(d.PidsLimit, "")))
+	rl, frl := "-", "-"
 	if ok {
 		rl = fmt.Sprintf("%d set", len(e.Rlimits))
 	}
-	fmt.Fprintf(tw, "rlimits\t%s\t%s\tno\n", rl, dv("engine default"))
+	if fok {
+		frl = fmt.Sprintf("%d set", len(fe.Rlimits))
+	}
+	fmt.Fprintf(tw, "rlimits\t%s\t%s\t%s\tno\n", rl, frl, dv("engine default"))
 	mode := "-"
 	if ok {
 		mode = "root (uid map: " + e.UIDMap + ")"
@@ -109,11 +130,25 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 			mode = "rootless (uid map: " + e.UIDMap + ")"
 		}
 	}
-	fmt.Fprintf(tw, "mode\t%s\t%s\thost user\n", mode, dv(d.Engine+" "+d.EngineVersion+" at "+d.Host+" (from "+d.HostSource+")"))
+	fmode := "-"
+	if fok {
+		fmode = "root (uid map: " + fe.UIDMap + ")"
+		if fe.Rootless {
+			fmode = "rootless (uid map: " + fe.UIDMap + ")"
+		}
+	}
+	fmt.Fprintf(tw, "mode\t%s\t%s\t%s\thost user\n", mode, fmode, dv(d.Engine+" "+d.EngineVersion+" at "+d.Host+" (from "+d.HostSource+")"))
 	if ok {
-		fmt.Fprintf(tw, "cold start, python -c pass (median of %d)\t%s\t-\t%s (bare spawn)\n", rep.Runs, rep.ColdStart.Round(100*time.Microsecond), rep.BareStart.Round(100*time.Microsecond))
+		fstartText := "-"
+		if fok {
+			fstartText = fstart.Round(100 * time.Microsecond).String()
+		}
+		fmt.Fprintf(tw, "session start, no pool (median of %d)\t%s\t%s\t-\t%s (bare python -c pass)\n", rep.Runs, rep.ColdStart.Round(100*time.Microsecond), fstartText, rep.BareStart.Round(100*time.Microsecond))
 	}
 	tw.Flush()
+	if ok && ferr != nil {
+		fmt.Fprintf(stdout, "\njail (forked): %v\n", ferr)
+	}
 	if dok {
 		d, env, err := sessionStart(ctx, db)
 		if err != nil {

@@ -173,7 +173,7 @@ func TestDoctor(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"pid namespace", "seccomp filter", "net namespace (no network)", "cold start", "jail session ready"} {
+	for _, want := range []string{"pid namespace", "seccomp filter", "net namespace (no network)", "session start, no pool", "jail session ready"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
@@ -183,12 +183,12 @@ func TestDoctor(t *testing.T) {
 		f := columns.Split(strings.TrimSpace(line), -1)
 		switch {
 		case strings.HasPrefix(line, "protection"):
-			if want := []string{"protection", "jail", "docker", "unsandboxed"}; !slices.Equal(f, want) {
+			if want := []string{"protection", "jail", "jail (forked)", "docker", "unsandboxed"}; !slices.Equal(f, want) {
 				t.Errorf("columns %q, want %q", f, want)
 			}
 		case strings.HasPrefix(line, "seccomp filter") || strings.HasPrefix(line, "pid namespace"):
-			if len(f) != 4 || f[1] != "yes" || f[3] != "no" {
-				t.Errorf("the jail should enforce this here, and unsandboxed not: %q", line)
+			if len(f) != 5 || f[1] != "yes" || f[2] != "yes" || f[4] != "no" {
+				t.Errorf("the jail, cold and forked, should enforce this here, and unsandboxed not: %q", line)
 			}
 		}
 	}

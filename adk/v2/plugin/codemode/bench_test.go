@@ -20,42 +20,63 @@ import (
 )
 
 // BenchmarkJailColdStartInADKProgram is BenchmarkSessionColdStart of
-// transport/jail run from a binary the size of an ADK agent (this test
-// binary links ADK, genai, gRPC, OpenTelemetry and the rest). A jail
-// re-executes the host binary, and its init runs every package
-// initializer the program has before the jail's own hook: this shows what
-// that costs an agent against the small jail test binary.
+// backend/jail run from a binary the size of an ADK agent (this test
+// binary links ADK, genai, gRPC, OpenTelemetry and the rest), with no
+// pool: "cold" starts each session's jail from scratch, "forked" forks it
+// from a template process (jail.Backend.Zygote), started before the timed
+// loop. A cold jail re-executes the host binary, and its init runs every
+// package initializer the program has before the jail's own hook: this
+// shows what that costs an agent, and what forking saves it.
 func BenchmarkJailColdStartInADKProgram(b *testing.B) {
-	be := &jail.Backend{}
-	py, err := be.Config.Interpreter()
-	if err != nil {
-		b.Skip(err)
-	}
-	var bare, sess []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		if err := exec.Command(py, "-c", "pass").Run(); err != nil {
-			b.Fatal(err)
+	for _, forked := range []bool{false, true} {
+		name := "cold"
+		if forked {
+			name = "forked"
 		}
-		bare = append(bare, time.Since(t0))
+		b.Run(name, func(b *testing.B) {
+			be := &jail.Backend{Zygote: forked}
+			defer be.Close()
+			py, err := be.Config.Interpreter()
+			if err != nil {
+				b.Skip(err)
+			}
+			if forked {
+				s, err := be.Open(context.Background(), transport.SessionConfig{})
+				if err != nil {
+					b.Skip(err)
+				}
+				if err := s.(*jail.Session).Fallback(); err != nil {
+					b.Skipf("no template: %v", err)
+				}
+				s.Close()
+			}
+			var bare, sess []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if err := exec.Command(py, "-c", "pass").Run(); err != nil {
+					b.Fatal(err)
+				}
+				bare = append(bare, time.Since(t0))
 
-		t0 = time.Now()
-		s, err := be.Open(context.Background(), transport.SessionConfig{})
-		if errors.Is(err, jail.ErrUnsupported) {
-			b.Skip(err)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		sess = append(sess, time.Since(t0))
-		b.StopTimer()
-		s.Close()
-		b.StartTimer()
+				t0 = time.Now()
+				s, err := be.Open(context.Background(), transport.SessionConfig{})
+				if errors.Is(err, jail.ErrUnsupported) {
+					b.Skip(err)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				sess = append(sess, time.Since(t0))
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+			mb, ms := benchMedian(bare), benchMedian(sess)
+			b.ReportMetric(float64(mb.Microseconds())/1000, "bare-ms")
+			b.ReportMetric(float64(ms.Microseconds())/1000, "session-ms")
+			b.ReportMetric(float64(ms)/float64(mb), "ratio")
+		})
 	}
-	mb, ms := benchMedian(bare), benchMedian(sess)
-	b.ReportMetric(float64(mb.Microseconds())/1000, "bare-ms")
-	b.ReportMetric(float64(ms.Microseconds())/1000, "session-ms")
-	b.ReportMetric(float64(ms)/float64(mb), "ratio")
 }
 
 func benchMedian(ds []time.Duration) time.Duration {
