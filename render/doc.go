@@ -18,7 +18,7 @@
 //
 // [Registry.Stubs] returns the files of the tools package, with paths
 // relative to the directory on sys.path: tools/__init__.py (re-exporting
-// ToolError, HTTPStatusError and the top-level tools), tools/<ns>/__init__.py
+// ToolError, HTTPStatusError, ToolDeniedError and the top-level tools), tools/<ns>/__init__.py
 // and one module per tool. A stub has a keyword-only signature, required
 // parameters first; optional ones default to a sentinel and are left out of
 // the call when unset. It calls codemode_runtime.call with the dotted path

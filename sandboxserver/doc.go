@@ -26,7 +26,8 @@
 // SystemExit behaves as in a script. The runner removes every environment
 // variable that is not on its allowlist before any user code runs, and
 // injects the codemode_runtime module through which the generated tools
-// package calls the host (call, ToolError, HTTPStatusError, CodeTimeout).
+// package calls the host (call, ToolError, HTTPStatusError, ToolDeniedError,
+// CodeTimeout).
 //
 // The worker's fd 1 and fd 2 are pipes the server reads, so output that
 // child processes write to the real descriptors is captured too. The runner

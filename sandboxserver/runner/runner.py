@@ -63,6 +63,13 @@ class HTTPStatusError(ToolError):
         self.body = body
 
 
+class ToolDeniedError(ToolError):
+    """A person declined to approve the tool call; the tool did not run."""
+
+    def __init__(self, message):
+        super().__init__("ToolDeniedError", message)
+
+
 # --- JSON ------------------------------------------------------------------
 
 
@@ -329,6 +336,8 @@ class _Channel:
             raise HTTPStatusError(msg, err.get("status_code"), err.get("body"))
         if typ == "TimeoutError":
             raise TimeoutError(msg)
+        if typ == "ToolDeniedError":
+            raise ToolDeniedError(msg)
         raise ToolError(typ, msg, err.get("trace"))
 
     def next_run(self):
@@ -348,8 +357,9 @@ def _runtime_module():
     m.call = call
     m.ToolError = ToolError
     m.HTTPStatusError = HTTPStatusError
+    m.ToolDeniedError = ToolDeniedError
     m.CodeTimeout = CodeTimeout
-    for cls in (ToolError, HTTPStatusError, CodeTimeout):
+    for cls in (ToolError, HTTPStatusError, ToolDeniedError, CodeTimeout):
         cls.__module__ = "codemode_runtime"
     return m
 

@@ -18,11 +18,16 @@ class HTTPStatusError(ToolError):
     pass
 
 
+class ToolDeniedError(ToolError):
+    pass
+
+
 def call(name, args):
     raise ToolError("no tool calls in this test: " + name)
 
 
 runtime.ToolError, runtime.HTTPStatusError, runtime.call = ToolError, HTTPStatusError, call
+runtime.ToolDeniedError = ToolDeniedError
 sys.modules["codemode_runtime"] = runtime
 sys.path.insert(0, sys.argv[1])
 
