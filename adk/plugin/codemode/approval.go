@@ -301,9 +301,9 @@ func (e *engine) follow(ctx context.Context, f *flight) *approvalRequest {
 func (e *engine) settle(ctx agent.ToolContext, tn *turn, exec *execCall, f *flight, resumed bool) (map[string]any, error) {
 	if req := e.follow(ctx, f); req != nil {
 		if resumed {
-			return e.withNotices(ctx, e.parkAgain(ctx, tn, exec, f, req)), nil
+			return e.withNotices(ctx, e.parkAgain(ctx, tn, f, req)), nil
 		}
-		out, _ := e.park(ctx, tn, exec.id, f, req, true)
+		out, _ := e.park(ctx, tn, exec.id, f, req, exec)
 		return e.withNotices(ctx, out), nil
 	}
 	tn.setFlight(nil)
@@ -336,9 +336,10 @@ func sessionKey(ctx agent.ReadonlyContext) string {
 }
 
 // park holds the paused block of the turn tn for the answer to req, asked
-// as a confirmation of the execute_code call callID. With announce, the
-// request goes on ctx's actions now.
-func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *flight, req *approvalRequest, announce bool) (map[string]any, bool) {
+// as a confirmation of the execute_code call callID. With exec, the call
+// that followed the block, the request goes on its actions now.
+func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *flight, req *approvalRequest, exec *execCall) (map[string]any, bool) {
+	announce := exec != nil
 	p := &parkedBlock{key: sessionKey(ctx) + "\x00" + callID, session: sessionKey(ctx), callID: callID, tn: tn, f: f, req: req, announced: announce}
 	tn.mu.Lock()
 	tn.parked = p
@@ -356,7 +357,11 @@ func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *flight,
 	p.timer = time.AfterFunc(e.cfg.ApprovalTimeout, func() { e.expire(p) })
 	e.mu.Unlock()
 	if announce {
+		// Under the call's lock: tool calls still finishing write to the
+		// same actions.
+		exec.mu.Lock()
 		e.requestOn(ctx, callID, req)
+		exec.mu.Unlock()
 	}
 	return pausedResult(req, ""), true
 }
@@ -378,9 +383,9 @@ func (e *engine) requestOn(ctx agent.ToolContext, callID string, req *approvalRe
 // parkAgain parks a resumed block that paused at another request. The
 // request is announced by a new execute_code call that the invocation's
 // next model request answers with (see [engine.continuation]).
-func (e *engine) parkAgain(ctx agent.ToolContext, tn *turn, exec *execCall, f *flight, req *approvalRequest) map[string]any {
+func (e *engine) parkAgain(ctx agent.ToolContext, tn *turn, f *flight, req *approvalRequest) map[string]any {
 	callID := "codemode-approval-" + randomID()
-	if out, ok := e.park(ctx, tn, callID, f, req, false); !ok {
+	if out, ok := e.park(ctx, tn, callID, f, req, nil); !ok {
 		return out
 	}
 	e.mu.Lock()

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/agent"
-	"google.golang.org/adk/agent/llmagent"
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
@@ -130,6 +129,11 @@ func approvalTools(t *testing.T, fx *sideEffects) []tool.Tool {
 
 func newApprovalFixture(t *testing.T, fx *sideEffects, code map[string]string, cfg Config, svc session.Service) *fixture {
 	t.Helper()
+	return newApprovalFixtureWith(t, fx, code, cfg, fixtureConfig{sessions: svc})
+}
+
+func newApprovalFixtureWith(t *testing.T, fx *sideEffects, code map[string]string, cfg Config, fc fixtureConfig) *fixture {
+	t.Helper()
 	cfg.Tools = approvalTools(t, fx)
 	before := func(ctx agent.ToolContext, tl tool.Tool, _ map[string]any) (map[string]any, error) {
 		if ctx.ToolConfirmation() != nil {
@@ -139,7 +143,9 @@ func newApprovalFixture(t *testing.T, fx *sideEffects, code map[string]string, c
 		}
 		return nil, nil
 	}
-	return newFixture(t, nil, fixtureConfig{cfg: cfg, sessions: svc, agent: llmagent.Config{BeforeToolCallbacks: []llmagent.BeforeToolCallback{before}}, model: &approvalModel{code: code}})
+	fc.cfg, fc.model = cfg, &approvalModel{code: code}
+	fc.agent.BeforeToolCallbacks = append(fc.agent.BeforeToolCallbacks, before)
+	return newFixture(t, nil, fc)
 }
 
 // confirmationRequest is an adk_request_confirmation call among events.
@@ -503,5 +509,45 @@ func TestApprovalWaitIsNotRunTime(t *testing.T) {
 	out := lastOutput(t, f.answer(ctx, "s1", c, true))
 	if out["stdout"] != "done\n" {
 		t.Errorf("result %v, want the block to finish", out)
+	}
+}
+
+// A tool that asks for confirmation together with an escalation is still
+// refused, with the reason, and the block does not pause.
+func TestApprovalRefusesEscalation(t *testing.T) {
+	fx := &sideEffects{n: map[string]int{}}
+	esc, err := functiontool.New(functiontool.Config{Name: "escalate", Description: "Escalate."},
+		func(ctx agent.ToolContext, _ struct{}) (map[string]any, error) {
+			ctx.Actions().Escalate = true
+			return nil, ctx.RequestConfirmation("Escalate?", nil)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Tools: append(approvalTools(t, fx), esc)}
+	code := "from tools import escalate, ToolError\ntry:\n    escalate()\nexcept ToolError as e:\n    print(e.type, '|', e.message)\n"
+	f := newFixture(t, nil, fixtureConfig{cfg: cfg, model: &approvalModel{code: map[string]string{"go": code}}})
+	evs := f.turn(t.Context(), "s1", "go")
+	if cs := confirmationCalls(t, evs); len(cs) != 0 {
+		t.Errorf("%d confirmation requests, want none", len(cs))
+	}
+	want := `UnsupportedToolActionError | tool "escalate" cannot be called from code: it requested escalation; call it directly instead of from code` + "\n"
+	if got := lastOutput(t, evs)["stdout"]; got != want {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+}
+
+// Without the plugin, the hooks on the agent (Hooks.OnToolError among
+// them) resume a paused block the same way, through two requests.
+func TestApprovalWithoutPlugin(t *testing.T) {
+	fx := &sideEffects{n: map[string]int{}}
+	code := map[string]string{"rm": "from tools import delete_file\nn = 0\nfor p in ('a', 'b'):\n    delete_file(path=p)\n    n += 1\nprint('deleted', n)\n"}
+	f := newApprovalFixtureWith(t, fx, code, Config{}, fixtureConfig{noPlugin: true})
+	ctx := t.Context()
+	c := onlyConfirmation(t, f.turn(ctx, "s1", "rm"))
+	c = onlyConfirmation(t, f.answer(ctx, "s1", c, true))
+	out := lastOutput(t, f.answer(ctx, "s1", c, true))
+	if out["stdout"] != "deleted 2\n" || fx.count("delete:a") != 1 || fx.count("delete:b") != 1 {
+		t.Errorf("result %v, side effects %v", out, fx.n)
 	}
 }

@@ -154,6 +154,7 @@ func newFixture(t *testing.T, m *scriptedModel, fc fixtureConfig) *fixture {
 	plugins := fc.plugins
 	if fc.noPlugin {
 		ac.BeforeModelCallbacks = append(ac.BeforeModelCallbacks, h.BeforeModel)
+		ac.OnToolErrorCallbacks = append(ac.OnToolErrorCallbacks, h.OnToolError)
 	} else {
 		p, err := h.plugin()
 		if err != nil {
