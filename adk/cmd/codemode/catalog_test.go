@@ -20,9 +20,9 @@ func TestCatalog(t *testing.T) {
 		{[]string{"--detail", "signatures"}, "def get_weather(*, city: str | None = ...) -> Any:\n    \"\"\"Weather.\"\"\"\n", "Args:"},
 		// The block points to search and describe, as the plugin's does;
 		// here the hint with even the names does not fit below the full
-		// catalog's 1,214 characters.
-		{[]string{"--block", "--budget", "1214"}, "def get_weather(", "search(query)"},
-		{[]string{"--block", "--budget", "1213"}, "`from tools import search, describe`", "# tools"},
+		// catalog's 1,325 characters.
+		{[]string{"--block", "--budget", "1325"}, "def get_weather(", "search(query)"},
+		{[]string{"--block", "--budget", "1324"}, "`from tools import search, describe`", "# tools"},
 		{[]string{"--block", "--budget", "10"}, "too large to show", "# tools"},
 	} {
 		var out, errb bytes.Buffer
