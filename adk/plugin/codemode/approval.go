@@ -252,9 +252,10 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string) *flight {
 		}}
 	}
 	tn.setFlight(f)
-	f.clock.start()
 	go func() {
-		res, sess, err := e.runBlock(fctx, tn, transport.Block{Code: code, Grace: e.cfg.Grace})
+		// The clock starts when the code is sent: starting the sandbox
+		// does not count.
+		res, sess, err := e.runBlock(fctx, tn, transport.Block{Code: code, Grace: e.cfg.Grace}, f.clock.start)
 		f.clock.stop()
 		f.mu.Lock()
 		f.done, f.res, f.sess, f.err = true, res, sess, err

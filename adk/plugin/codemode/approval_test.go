@@ -502,10 +502,12 @@ func TestApprovalLostOnRestart(t *testing.T) {
 func TestApprovalWaitIsNotRunTime(t *testing.T) {
 	fx := &sideEffects{n: map[string]int{}}
 	code := map[string]string{"rm": "from tools import delete_file\ndelete_file(path='a')\nprint('done')\n"}
-	f := newApprovalFixture(t, fx, code, Config{Timeout: time.Second}, nil)
+	f := newApprovalFixture(t, fx, code, Config{Timeout: 3 * time.Second}, nil)
 	ctx := t.Context()
 	c := onlyConfirmation(t, f.turn(ctx, "s1", "rm"))
-	time.Sleep(1500 * time.Millisecond)
+	// Longer than the timeout: a clock that ran while the block waited
+	// would stop it.
+	time.Sleep(3500 * time.Millisecond)
 	out := lastOutput(t, f.answer(ctx, "s1", c, true))
 	if out["stdout"] != "done\n" {
 		t.Errorf("result %v, want the block to finish", out)

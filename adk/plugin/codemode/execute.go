@@ -136,8 +136,9 @@ func (e *lostError) Error() string { return e.msg }
 
 // runBlock runs block in the turn's sandbox and returns its result and the
 // sandbox it ran in. A block that could not be sent runs once more, in a
-// fresh sandbox, with a note that earlier state is gone.
-func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block) (*transport.Result, transport.Session, error) {
+// fresh sandbox, with a note that earlier state is gone. sending, if set,
+// is called each time the block is about to be sent.
+func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, sending func()) (*transport.Result, transport.Session, error) {
 	lostState := false // a sandbox that earlier calls used was lost
 	for attempt := 1; ; attempt++ {
 		sess, fresh, err := e.session(ctx, tn)
@@ -148,6 +149,9 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block) 
 			return nil, nil, &lostError{msgNotRun + "\n" + err.Error()}
 		case err != nil:
 			return nil, nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
+		}
+		if sending != nil {
+			sending()
 		}
 		res, err := sess.Exec(ctx, block)
 		if err == nil {
