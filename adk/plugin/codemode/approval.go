@@ -181,10 +181,24 @@ func (f *flight) ask(ctx context.Context, req *approvalRequest) (*toolconfirmati
 	f.queue = append(f.queue, req)
 	f.notifyLocked()
 	f.mu.Unlock()
+	// A call given up while it waits is taken out of the queue, or, if the
+	// person was asked already, its answer will find no call to resume.
 	withdraw := func() {
 		f.mu.Lock()
 		f.queue = slices.DeleteFunc(f.queue, func(r *approvalRequest) bool { return r == req })
+		if f.asked == req {
+			f.asked = nil
+		}
 		f.mu.Unlock()
+		// An answer sent before that came with a place among the calls in
+		// flight; give it back.
+		select {
+		case conf := <-req.answer:
+			if conf != nil {
+				f.leave()
+			}
+		default:
+		}
 	}
 	select {
 	case conf := <-req.answer:

@@ -553,3 +553,33 @@ func TestApprovalWithoutPlugin(t *testing.T) {
 		t.Errorf("result %v, side effects %v", out, fx.n)
 	}
 }
+
+// A tool call another thread makes while the block is paused waits for
+// the block to resume, then runs once.
+func TestApprovalCallDuringPauseWaits(t *testing.T) {
+	fx := &sideEffects{n: map[string]int{}}
+	code := `import threading, time
+from tools import record, delete_file
+res = {}
+th = threading.Thread(target=lambda: res.update(d=delete_file(path="a")))
+th.start()
+time.sleep(0.3)
+print(record(label="during"))
+th.join()
+print(res)
+`
+	f := newApprovalFixture(t, fx, map[string]string{"go": code}, Config{}, nil)
+	ctx := t.Context()
+	c := onlyConfirmation(t, f.turn(ctx, "s1", "go"))
+	// Answer after the main thread's call has most likely arrived; on a
+	// slow machine it may come before the pause or after the answer,
+	// which the assertions below accept as well.
+	time.Sleep(time.Second)
+	out := lastOutput(t, f.answer(ctx, "s1", c, true))
+	if got, want := out["stdout"], "{'recorded': 'during'}\n{'d': {'deleted': 'a'}}\n"; got != want {
+		t.Errorf("stdout %q, want %q; stderr %q", got, want, out["stderr"])
+	}
+	if fx.count("during") != 1 || fx.count("delete:a") != 1 {
+		t.Errorf("side effects %v, want each once", fx.n)
+	}
+}

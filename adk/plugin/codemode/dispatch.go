@@ -53,8 +53,10 @@ type handler struct {
 var _ transport.ToolHandler = handler{}
 
 func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transport.ToolResult {
+	// While the block is paused for approval no execute_code call runs;
+	// the call waits for the block to resume (see [flight.enter]).
 	f := h.t.currentFlight()
-	if f == nil || h.t.current() == nil {
+	if f == nil {
 		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running; "+
 			"tools can only be called while the code that calls them runs", call.Name)
 	}
