@@ -7,8 +7,9 @@ import (
 	"github.com/adk-codemode/codemode/adk/plugin/codemode"
 )
 
-// Set is the set of Code Mode hooks for one LLM agent: attach BeforeModel
-// and AfterAgent to the same agent, and Close it when the agent is done.
+// Set is the set of Code Mode hooks for one LLM agent: attach BeforeModel,
+// AfterAgent and OnToolError to the same agent, and Close it when the
+// agent is done.
 type Set struct {
 	// BeforeModel is the before-model callback: it returns (nil, nil), so
 	// the model call always proceeds, unless the agent's tools cannot be
@@ -17,6 +18,11 @@ type Set struct {
 	// AfterAgent is the after-agent callback that ends the turn: it
 	// returns (nil, nil) and never replaces the agent's output.
 	AfterAgent agent.AfterAgentCallback
+	// OnToolError is the on-tool-error callback through which the answer
+	// to a request for approval made from code reaches the paused block;
+	// without it such a block is never resumed and expires. It leaves
+	// every other error alone.
+	OnToolError llmagent.OnToolErrorCallback
 
 	hooks *codemode.Hooks
 }
@@ -27,7 +33,7 @@ func New(cfg codemode.Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Set{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, hooks: h}, nil
+	return &Set{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, OnToolError: h.OnToolError, hooks: h}, nil
 }
 
 // MustNew is like [New] but panics on an error.

@@ -51,6 +51,7 @@ func Example() {
 		Model:                echoModel{},
 		BeforeModelCallbacks: []llmagent.BeforeModelCallback{cb.BeforeModel},
 		AfterAgentCallbacks:  []agent.AfterAgentCallback{cb.AfterAgent},
+		OnToolErrorCallbacks: []llmagent.OnToolErrorCallback{cb.OnToolError},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -75,6 +75,7 @@ func TestCallbacksRunCodeThroughAgentCallbacks(t *testing.T) {
 		Model:                replayModel{code: "from tools import double\nprint(double(n=2)['n'], double(n=13)['n'])"},
 		BeforeModelCallbacks: []llmagent.BeforeModelCallback{cb.BeforeModel},
 		AfterAgentCallbacks:  []agent.AfterAgentCallback{cb.AfterAgent},
+		OnToolErrorCallbacks: []llmagent.OnToolErrorCallback{cb.OnToolError},
 		BeforeToolCallbacks: []llmagent.BeforeToolCallback{func(ctx agent.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
 			if t.Name() == "double" && args["n"] == float64(13) {
 				return map[string]any{"n": "unlucky"}, nil

@@ -45,6 +45,7 @@ func (h *Hooks) plugin() (*plugin.Plugin, error) {
 		BeforeRunCallback:   h.beforeRun,
 		AfterRunCallback:    h.afterRun,
 		BeforeModelCallback: h.BeforeModel,
+		OnToolErrorCallback: h.OnToolError,
 		AfterAgentCallback:  h.afterRootAgent,
 		CloseFunc:           h.Close,
 	})
@@ -132,9 +133,15 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 // execute_code to the request, both its declaration and the tool the flow
 // runs when the model calls it. It returns (nil, nil) so the model call
 // always proceeds, unless the tools cannot be resolved: then it returns the
-// error and the model call is skipped.
+// error and the model call is skipped. The one other exception: in an
+// invocation that resumed code which then paused at a second request for
+// approval, it answers the next request itself with the execute_code call
+// that makes that request (see [Config.ApprovalTimeout]).
 func (h *Hooks) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
-	return nil, h.e.prepare(ctx, req)
+	if err := h.e.prepare(ctx, req); err != nil {
+		return nil, err
+	}
+	return h.e.continuation(ctx.InvocationID()), nil
 }
 
 // AfterAgent ends the turn when the agent it is attached to finishes: the

@@ -18,7 +18,10 @@ const (
 	DefaultTimeout        = 60 * time.Second
 	DefaultGrace          = time.Second
 	DefaultIdleTimeout    = 10 * time.Minute
-	DefaultBlockBudget    = 50_000
+	// DefaultApprovalTimeout is how long a block paused for a person's
+	// approval waits for the answer.
+	DefaultApprovalTimeout = 10 * time.Minute
+	DefaultBlockBudget     = 50_000
 	// DefaultLargeResultBytes is the size of a tool result, in bytes of
 	// JSON, past which code gets a pointer to its artifact instead.
 	DefaultLargeResultBytes = 50_000
@@ -48,10 +51,11 @@ type Config struct {
 	// MaxCodeChars refuses longer code before any sandbox starts. Zero means
 	// 1,000,000; negative means no limit.
 	MaxCodeChars int
-	// Timeout bounds one execute_code call. At the timeout the code is
-	// interrupted and keeps its variables; code that does not stop within
-	// Grace is killed and the turn's variables are lost. Zero means 60s;
-	// negative means no bound.
+	// Timeout bounds the run time of one block of code, not counting the
+	// time it waits for a person's approval (see ApprovalTimeout); the host
+	// keeps the clock. At the timeout the code is interrupted and keeps its
+	// variables; code that does not stop within Grace is killed and the
+	// turn's variables are lost. Zero means 60s; negative means no bound.
 	Timeout time.Duration
 	// Grace is how long interrupted code may take to stop before its
 	// worker is killed and restarted. Zero means 1s.
@@ -62,6 +66,13 @@ type Config struct {
 	// IdleTimeout closes a turn's sandbox that has not been used for this
 	// long, in case the turn's end was never observed. Zero means 10m.
 	IdleTimeout time.Duration
+	// ApprovalTimeout bounds how long a block paused at a tool call that
+	// asked for confirmation waits for the answer: its sandbox, the paused
+	// block and its variables stay alive past the end of the invocation
+	// for this long, then the sandbox is closed and the model is told on
+	// the next call. Time spent waiting does not count against Timeout.
+	// Zero means 10m.
+	ApprovalTimeout time.Duration
 	// BlockBudget is the size in characters the <code-mode> block aims to
 	// fit: each namespace's section shows full detail, signatures with
 	// one-line summaries, or names only, the largest giving way first; a
@@ -123,6 +134,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = DefaultApprovalTimeout
 	}
 	if cfg.LargeResultBytes == 0 {
 		cfg.LargeResultBytes = DefaultLargeResultBytes

@@ -13,12 +13,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
+
 	"github.com/adk-codemode/codemode/transport"
 )
 
 // UnsupportedToolActionError reports a tool called from code that asked for
-// something code cannot honour: a confirmation, an agent transfer, an
-// escalation, or (for a long-running tool) a result that comes later.
+// something code cannot honour: an agent transfer, an escalation, or (for a
+// long-running tool) a result that comes later. A tool that asks for
+// confirmation is not refused: the block pauses until a person answers.
 type UnsupportedToolActionError struct {
 	Tool    string
 	Actions []string
@@ -51,8 +55,10 @@ type handler struct {
 var _ transport.ToolHandler = handler{}
 
 func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transport.ToolResult {
-	exec := h.t.current()
-	if exec == nil {
+	// While the block is paused for approval no execute_code call runs;
+	// the call waits for the block to resume (see [flight.enter]).
+	f := h.t.currentFlight()
+	if f == nil {
 		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running; "+
 			"tools can only be called while the code that calls them runs", call.Name)
 	}
@@ -64,54 +70,86 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	if !ok {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
+	res, req := h.dispatchOnce(ctx, f, st, call, nil)
+	if req == nil {
+		return res
+	}
+	return h.approved(ctx, f, st, call, req)
+}
+
+// dispatchOnce runs one tool call while the block's execute_code call is
+// attached: it waits while the block is paused for approval, and counts
+// as a call in flight, so the block pauses only once it ends. conf is the
+// person's answer when the call runs again after approval. It returns the
+// request when the tool asked for confirmation.
+func (h handler) dispatchOnce(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+	if res, ok := f.enter(ctx); !ok {
+		return res, nil
+	}
+	return h.dispatchHeld(ctx, f, st, call, conf)
+}
+
+// dispatchHeld is dispatchOnce for a call already counted in flight; it
+// ends the count.
+func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+	defer f.leave()
+	exec := h.t.current()
+	if exec == nil {
+		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.name), nil
+	}
 	limit := h.e.cfg.ToolTimeout
 	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
 		limit = call.Timeout
 	}
 	ctl := &callControl{}
 	if limit <= 0 {
-		return h.e.callTool(ctx, exec, st, call.Args, ctl)
+		return h.e.callTool(ctx, exec, st, call.Args, ctl, conf)
 	}
 	// Abandoned calls still running count against the sandbox's bound on
 	// calls in flight, which no longer sees them.
 	if n := h.t.abandoned.Load(); n >= maxAbandonedCalls {
-		return transport.Errorf("ToolError", "too many tool calls still running on the host after their timeout (%d); wait for them to finish", n)
+		return transport.Errorf("ToolError", "too many tool calls still running on the host after their timeout (%d); wait for them to finish", n), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	timedOut := func() transport.ToolResult {
-		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.name, seconds(limit))
+	timedOut := func() (transport.ToolResult, *approvalRequest) {
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.name, seconds(limit)), nil
+	}
+	type outcome struct {
+		res transport.ToolResult
+		req *approvalRequest
 	}
 	// The call runs on its own goroutine so that the timeout holds even
 	// for a tool that does not watch its context; one abandoned at the
 	// timeout has its later effects dropped.
-	done := make(chan transport.ToolResult, 1)
+	done := make(chan outcome, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- transport.Errorf("ToolError", "tool %s panicked: %v", st.name, r)
+				done <- outcome{res: transport.Errorf("ToolError", "tool %s panicked: %v", st.name, r)}
 			}
 			ctl.finish(exec, &h.t.abandoned)
 		}()
-		done <- h.e.callTool(ctx, exec, st, call.Args, ctl)
+		res, req := h.e.callTool(ctx, exec, st, call.Args, ctl, conf)
+		done <- outcome{res, req}
 	}()
 	select {
-	case res := <-done:
-		if res.Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	case o := <-done:
+		if o.res.Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return timedOut()
 		}
-		return res
+		return o.res, o.req
 	case <-ctx.Done():
 		if ctl.abandon(exec, &h.t.abandoned) {
 			return timedOut()
 		}
 		// The call completed meanwhile: its effects landed, so its
 		// result stands.
-		res := <-done
-		if res.Err != nil {
+		o := <-done
+		if o.res.Err != nil {
 			return timedOut()
 		}
-		return res
+		return o.res, o.req
 	}
 }
 
@@ -155,27 +193,39 @@ const maxAbandonedCalls = 64
 // callTool runs one tool call from code the way ADK's flow runs a direct
 // one: arguments validated, then the tool through its callbacks ([chain]),
 // then what code cannot honour refused, then the result shaped for Python.
-func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, args map[string]any, ctl *callControl) transport.ToolResult {
+// A call that asked for confirmation returns the request instead of a
+// result; conf is the approval when it runs again.
+func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, args map[string]any, ctl *callControl, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
 	args, naming, err := st.prepareArgs(args)
 	if err != nil {
-		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}
+		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}, nil
 	}
 	c, err := e.chainFor(exec, st.name)
 	if err != nil {
-		return errorResult(st.name, err)
+		return errorResult(st.name, err), nil
 	}
 	tc := newCallContext(ctx, exec, exec.nextID(), ctl)
-	result, err := c.run(tc, st, args)
+	var run agent.Context = tc
+	if conf != nil {
+		run = confirmedContext{callContext: tc, conf: conf}
+	}
+	result, err := c.run(run, st, args)
 	if refused := refusal(tc, st, result, err); refused != nil {
-		return errorResult(st.name, refused)
+		return errorResult(st.name, refused), nil
+	}
+	if req, asked := confirmationRequest(tc, st, args); asked {
+		if conf != nil {
+			return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.name), nil
+		}
+		return transport.ToolResult{}, req
 	}
 	if !tc.merge() {
-		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.name)
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.name), nil
 	}
 	if err != nil {
-		return errorResult(st.name, err)
+		return errorResult(st.name, err), nil
 	}
-	return transport.ToolResult{Value: e.resultValue(ctx, exec, st, tc.id, naming, result)}
+	return transport.ToolResult{Value: e.resultValue(ctx, exec, st, tc.id, naming, result)}, nil
 }
 
 // prepareArgs validates a call's arguments and takes out the ones that
@@ -241,9 +291,6 @@ func unsupportedActions(tc *callContext) []string {
 	defer tc.exec.mu.Unlock()
 	var out []string
 	a := tc.actions
-	if len(a.RequestedToolConfirmations) > 0 {
-		out = append(out, "tool confirmations")
-	}
 	if a.TransferToAgent != "" {
 		out = append(out, "agent transfer")
 	}

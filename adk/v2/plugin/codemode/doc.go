@@ -110,10 +110,18 @@
 // timeout (Config.ToolTimeout, or a lower one passed by the code). An error
 // that reports an HTTP status ([StatusCoder]) raises HTTPStatusError with
 // status_code and body. A tool
-// that requests a confirmation, an agent transfer or an escalation, or a
-// long-running tool that returns no immediate result, is refused with an
-// [UnsupportedToolActionError]: code cannot wait for a person or hand the
-// conversation over.
+// that requests an agent transfer or an escalation, or a long-running tool
+// that returns no immediate result, is refused with an
+// [UnsupportedToolActionError]: code cannot hand the conversation over.
+//
+// A tool that asks a person for confirmation pauses the block at its call:
+// execute_code returns with the tool's request on its actions, ADK's flow
+// asks the person with its adk_request_confirmation call (the original call
+// being the execute_code call), and the sandbox, the block and its variables
+// wait for the answer for [Config.ApprovalTimeout]. When ADK runs the
+// execute_code call again with the answer, the same block resumes: approved,
+// the tool runs and the code continues; denied, the code gets
+// ToolDeniedError. See docs/plugin.md, "Approval from code".
 //
 // ADK Go keeps the plugin manager and an agent's tool callbacks internal.
 // Code Mode finds the plugin manager through the invocation's context and

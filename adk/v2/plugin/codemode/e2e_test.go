@@ -386,18 +386,19 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 }
 
 func TestToolErrorsInPython(t *testing.T) {
-	confirm, err := functiontool.New(functiontool.Config{Name: "wire_money", Description: "Send money.", RequireConfirmation: true},
-		func(agent.Context, struct {
-			Amount int `json:"amount"`
-		}) (map[string]any, error) {
-			return map[string]any{"sent": true}, nil
+	// A tool that asks for confirmation pauses the block (approval_test.go);
+	// one that asks for an agent transfer is still refused.
+	confirm, err := functiontool.New(functiontool.Config{Name: "hand_off", Description: "Hand the conversation to another agent."},
+		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
+			ctx.Actions().TransferToAgent = "billing"
+			return map[string]any{"handed": true}, nil
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tools := append(weatherTools(t), confirm)
-	m := newScript().on("go", run(`from tools import get_weather, wire_money, ToolError
-for call in (lambda: get_weather(city="Atlantis"), lambda: get_weather(city=3), lambda: wire_money(amount=5)):
+	m := newScript().on("go", run(`from tools import get_weather, hand_off, ToolError
+for call in (lambda: get_weather(city="Atlantis"), lambda: get_weather(city=3), lambda: hand_off()):
     try:
         call()
     except ToolError as e:
@@ -413,7 +414,7 @@ except ToolError as e:
 	want := strings.Join([]string{
 		`ToolError | unknown city "Atlantis"`,
 		`ValidationError | invalid arguments for tool "get_weather":`,
-		`UnsupportedToolActionError | tool "wire_money" cannot be called from code: it requested tool confirmations; call it directly instead of from code`,
+		`UnsupportedToolActionError | tool "hand_off" cannot be called from code: it requested agent transfer; call it directly instead of from code`,
 		`ToolNotFound`,
 		"",
 	}, "\n")

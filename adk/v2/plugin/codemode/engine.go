@@ -32,7 +32,13 @@ type engine struct {
 	roots      map[string]string // invocation id → root agent name
 	closed     bool
 	reaperStop chan struct{}
-	reaperDone chan struct{}
+	// Blocks paused for approval (see approval.go): by session and
+	// execute_code call id; by the invocation that announces them; and
+	// messages for the model about blocks that are gone, by session.
+	paused        map[string]*parkedBlock
+	continuations map[string]*parkedBlock
+	notices       map[string][]notice
+	reaperDone    chan struct{}
 }
 
 // turnFor returns the turn of an invocation, creating it.
@@ -208,8 +214,11 @@ func (e *engine) close() error {
 	e.closed = true
 	turns := e.turns
 	e.turns = map[string]*turn{}
+	paused := e.paused
+	e.paused, e.continuations = nil, nil
 	stop, done := e.reaperStop, e.reaperDone
 	e.mu.Unlock()
+	e.shutdownParked(paused)
 	if stop != nil {
 		close(stop)
 		<-done

@@ -46,13 +46,22 @@ const (
 )
 
 // Run runs the code in the invocation's sandbox, opening it on the first
-// call of the turn. Calls of one invocation run one at a time.
+// call of the turn. Calls of one invocation run one at a time. A block
+// whose tool call asks for confirmation pauses there, and Run returns
+// with the request on its actions (see approval.go); called again with
+// the answer, Run resumes that block instead of running the code.
 func (t *execTool) Run(ctx agent.Context, args any) (map[string]any, error) {
+	e := t.e
+	if conf := ctx.ToolConfirmation(); conf != nil {
+		return e.resume(ctx, conf)
+	}
 	code, err := codeArg(args)
 	if err != nil {
 		return nil, err
 	}
-	e := t.e
+	if out, ok := e.announce(ctx); ok {
+		return out, nil
+	}
 	if msg := e.tooLong(code); msg != "" {
 		return result("", msg, nil), nil
 	}
@@ -72,7 +81,15 @@ func (t *execTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	if _, err := e.surfaceOf(ctx, tn); err != nil {
 		return nil, err
 	}
-	res, sess, err := e.runBlock(ctx, tn, transport.Block{Code: code, Timeout: e.cfg.Timeout, Grace: e.cfg.Grace})
+	if tn.awaitingApproval() {
+		return e.withNotices(ctx, result("", msgBusy, nil)), nil
+	}
+	f := e.launch(ctx, tn, code)
+	return e.settle(ctx, tn, exec, f, false)
+}
+
+// finish shapes the outcome of a block that ended.
+func (e *engine) finish(ctx agent.Context, exec *execCall, res *transport.Result, sess transport.Session, err error) (map[string]any, error) {
 	var lost *lostError
 	if errors.As(err, &lost) {
 		return result("", lost.msg, nil), nil
@@ -121,8 +138,9 @@ func (e *lostError) Error() string { return e.msg }
 
 // runBlock runs block in the turn's sandbox and returns its result and the
 // sandbox it ran in. A block that could not be sent runs once more, in a
-// fresh sandbox, with a note that earlier state is gone.
-func (e *engine) runBlock(ctx agent.Context, tn *turn, block transport.Block) (*transport.Result, transport.Session, error) {
+// fresh sandbox, with a note that earlier state is gone. sending, if set,
+// is called each time the block is about to be sent.
+func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, sending func()) (*transport.Result, transport.Session, error) {
 	lostState := false // a sandbox that earlier calls used was lost
 	for attempt := 1; ; attempt++ {
 		sess, fresh, err := e.session(ctx, tn)
@@ -133,6 +151,9 @@ func (e *engine) runBlock(ctx agent.Context, tn *turn, block transport.Block) (*
 			return nil, nil, &lostError{msgNotRun + "\n" + err.Error()}
 		case err != nil:
 			return nil, nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
+		}
+		if sending != nil {
+			sending()
 		}
 		res, err := sess.Exec(ctx, block)
 		if err == nil {

@@ -132,6 +132,8 @@ type fixtureConfig struct {
 	plugins   []*plugin.Plugin
 	noPlugin  bool             // attach only the before-model hook to the agent, without the plugin
 	artifacts artifact.Service // the runner's artifact service; nil for none
+	sessions  session.Service  // the runner's session service; nil for a new in-memory one
+	model     model.LLM        // the agent's model, in place of the scripted one
 }
 
 func newFixture(t *testing.T, m *scriptedModel, fc fixtureConfig) *fixture {
@@ -147,10 +149,14 @@ func newFixture(t *testing.T, m *scriptedModel, fc fixtureConfig) *fixture {
 	ac := fc.agent
 	ac.Name = "assistant"
 	ac.Model = m
+	if fc.model != nil {
+		ac.Model = fc.model
+	}
 	ac.Instruction = "You are a helpful assistant."
 	plugins := fc.plugins
 	if fc.noPlugin {
 		ac.BeforeModelCallbacks = append(ac.BeforeModelCallbacks, h.BeforeModel)
+		ac.OnToolErrorCallbacks = append(ac.OnToolErrorCallbacks, h.OnToolError)
 	} else {
 		p, err := h.plugin()
 		if err != nil {
@@ -162,7 +168,10 @@ func newFixture(t *testing.T, m *scriptedModel, fc fixtureConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := session.InMemoryService()
+	svc := fc.sessions
+	if svc == nil {
+		svc = session.InMemoryService()
+	}
 	r, err := runner.New(runner.Config{
 		AppName:           "test",
 		Agent:             a,

@@ -141,8 +141,8 @@ func (c *callContext) Actions() *session.EventActions { return c.actions }
 
 func (c *callContext) ToolConfirmation() *toolconfirmation.ToolConfirmation { return nil }
 
-// RequestConfirmation records the request like ADK does; a call that makes
-// one is then refused, since code cannot wait for a person.
+// RequestConfirmation records the request like ADK does; the block then
+// pauses at the call until a person answers (see approval.go).
 func (c *callContext) RequestConfirmation(hint string, payload any) error {
 	c.exec.mu.Lock()
 	defer c.exec.mu.Unlock()

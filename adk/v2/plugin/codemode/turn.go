@@ -3,12 +3,11 @@
 package codemode
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"google.golang.org/adk/v2/agent"
 
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -28,6 +27,8 @@ type turn struct {
 	surf     *surface
 	sess     transport.Session
 	running  *execCall
+	fl       *flight      // the block running or paused in the sandbox
+	parked   *parkedBlock // set while a block of the turn awaits approval
 	inUse    int
 	lastUsed time.Time
 	released bool
@@ -37,6 +38,18 @@ func (t *turn) current() *execCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.running
+}
+
+func (t *turn) currentFlight() *flight {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.fl
+}
+
+func (t *turn) setFlight(f *flight) {
+	t.mu.Lock()
+	t.fl = f
+	t.mu.Unlock()
 }
 
 func (t *turn) surface() *surface {
@@ -92,10 +105,10 @@ func (t *turn) shutdown() {
 }
 
 // closableLocked is the release rule, the one place it is written: a
-// released turn's sandbox is taken for closing once nothing uses it.
-// t.mu is held.
+// released turn's sandbox is taken for closing once nothing uses it and
+// no block of it awaits approval. t.mu is held.
 func (t *turn) closableLocked() transport.Session {
-	if !t.released || t.inUse > 0 {
+	if !t.released || t.inUse > 0 || t.parked != nil {
 		return nil
 	}
 	s := t.sess
@@ -111,7 +124,7 @@ func closeSession(s transport.Session) {
 
 // session returns the turn's sandbox, opening it if needed; fresh says it
 // was opened now.
-func (e *engine) session(ctx agent.Context, t *turn) (_ transport.Session, fresh bool, _ error) {
+func (e *engine) session(ctx context.Context, t *turn) (_ transport.Session, fresh bool, _ error) {
 	t.mu.Lock()
 	s, surf := t.sess, t.surf
 	t.mu.Unlock()
