@@ -327,6 +327,16 @@ func TestWorkerQueueBounded(t *testing.T) {
 			allStarted := make(chan struct{})
 			release := make(chan struct{})
 			tools := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+				if c.Name == "sync" {
+					// The block waits here until every thread's call has
+					// reached the host: a thread whose call is still unsent
+					// when its block ends is refused as an earlier block's.
+					select {
+					case <-allStarted:
+					case <-ctx.Done():
+					}
+					return transport.ToolResult{Value: "ok"}
+				}
 				if started.Add(1) == n {
 					close(allStarted)
 				}
@@ -342,6 +352,7 @@ func TestWorkerQueueBounded(t *testing.T) {
 z = 1
 for i in range(`+strconv.Itoa(n)+`):
     threading.Thread(target=lambda: rt.call("wait", {}), daemon=True).start()
+rt.call("sync", {})
 print(os.getpid())
 `)
 			pid, err := strconv.Atoi(strings.TrimSpace(r.Stdout))
