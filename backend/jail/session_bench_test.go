@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
@@ -25,41 +23,13 @@ func BenchmarkSessionColdStart(b *testing.B) {
 	benchOpenVsBare(b, be, be, nil)
 }
 
-// benchOpenVsBare times opening a session of open against a bare spawn of
-// be's interpreter in the same loop, and reports both medians and their
-// ratio. between, if set, runs before each round, untimed.
+// benchOpenVsBare is transporttest.BenchOpenVsBare with be's interpreter.
 func benchOpenVsBare(b *testing.B, be *jail.Backend, open transport.Backend, between func()) {
 	py, err := be.Config.Interpreter()
 	if err != nil {
 		b.Skip(err)
 	}
-	var bare, sess []time.Duration
-	for b.Loop() {
-		if between != nil {
-			b.StopTimer()
-			between()
-			b.StartTimer()
-		}
-		t0 := time.Now()
-		if err := exec.Command(py, "-c", "pass").Run(); err != nil {
-			b.Fatal(err)
-		}
-		bare = append(bare, time.Since(t0))
-
-		t0 = time.Now()
-		s, err := open.Open(context.Background(), transport.SessionConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		sess = append(sess, time.Since(t0))
-		b.StopTimer()
-		s.Close()
-		b.StartTimer()
-	}
-	mb, ms := transporttest.Median(bare), transporttest.Median(sess)
-	b.ReportMetric(transporttest.Millis(mb), "bare-ms")
-	b.ReportMetric(transporttest.Millis(ms), "session-ms")
-	b.ReportMetric(float64(ms)/float64(mb), "ratio")
+	transporttest.BenchOpenVsBare(b, py, open, between)
 }
 
 // BenchmarkWarmPrint runs print(1) blocks in one warm session.

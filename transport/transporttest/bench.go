@@ -3,6 +3,7 @@ package transporttest
 import (
 	"context"
 	"fmt"
+	osexec "os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,4 +101,38 @@ func BenchToolCall(b *testing.B, s transport.Session) {
 	b.StopTimer()
 	b.ReportMetric(med, "median-µs")
 	b.ReportMetric(rate, "calls/s")
+}
+
+// BenchOpenVsBare times opening a session of open against a bare spawn of
+// python with `-c pass` in the same loop, so the ratio compares like with
+// like on whatever the machine is doing, and reports both medians and
+// their ratio. between, if set, runs before each round, untimed.
+func BenchOpenVsBare(b *testing.B, python string, open transport.Backend, between func()) {
+	var bare, sess []time.Duration
+	for b.Loop() {
+		if between != nil {
+			b.StopTimer()
+			between()
+			b.StartTimer()
+		}
+		t0 := time.Now()
+		if err := osexec.Command(python, "-c", "pass").Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(t0))
+
+		t0 = time.Now()
+		s, err := open.Open(context.Background(), transport.SessionConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sess = append(sess, time.Since(t0))
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	mb, ms := Median(bare), Median(sess)
+	b.ReportMetric(Millis(mb), "bare-ms")
+	b.ReportMetric(Millis(ms), "session-ms")
+	b.ReportMetric(float64(ms)/float64(mb), "ratio")
 }

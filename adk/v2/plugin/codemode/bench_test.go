@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/render"
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
 // BenchmarkJailColdStartInADKProgram is BenchmarkSessionColdStart of
@@ -40,49 +39,19 @@ func BenchmarkJailColdStartInADKProgram(b *testing.B) {
 			if err != nil {
 				b.Skip(err)
 			}
-			if forked {
-				s, err := be.Open(context.Background(), transport.SessionConfig{})
-				if err != nil {
-					b.Skip(err)
-				}
-				if err := s.(*jail.Session).Fallback(); err != nil {
-					b.Skipf("no template: %v", err)
-				}
-				s.Close()
+			// One session before the loop: it skips where the jail cannot
+			// run, and starts the template of the forked case.
+			s, err := be.Open(context.Background(), transport.SessionConfig{})
+			if err != nil {
+				b.Skip(err)
 			}
-			var bare, sess []time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				if err := exec.Command(py, "-c", "pass").Run(); err != nil {
-					b.Fatal(err)
-				}
-				bare = append(bare, time.Since(t0))
-
-				t0 = time.Now()
-				s, err := be.Open(context.Background(), transport.SessionConfig{})
-				if errors.Is(err, jail.ErrUnsupported) {
-					b.Skip(err)
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				sess = append(sess, time.Since(t0))
-				b.StopTimer()
-				s.Close()
-				b.StartTimer()
+			if err := s.(*jail.Session).Fallback(); forked && err != nil {
+				b.Skipf("no template: %v", err)
 			}
-			mb, ms := benchMedian(bare), benchMedian(sess)
-			b.ReportMetric(float64(mb.Microseconds())/1000, "bare-ms")
-			b.ReportMetric(float64(ms.Microseconds())/1000, "session-ms")
-			b.ReportMetric(float64(ms)/float64(mb), "ratio")
+			s.Close()
+			transporttest.BenchOpenVsBare(b, py, be, nil)
 		})
 	}
-}
-
-func benchMedian(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // BenchmarkSearchInSandbox times search over a catalog of GitHub's size
@@ -135,7 +104,7 @@ func BenchmarkSearchInSandbox(b *testing.B) {
 			times = append(times, time.Duration(ns))
 		}
 	}
-	b.ReportMetric(float64(benchMedian(times).Microseconds())/1000, "search-median-ms")
+	b.ReportMetric(float64(transporttest.Median(times).Microseconds())/1000, "search-median-ms")
 	b.ReportMetric(float64(load.Microseconds())/1000, "index-load-ms")
 	b.ReportMetric(float64(len(s.files[render.DiscoveryIndex]))/1024, "index-KiB")
 }
