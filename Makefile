@@ -23,8 +23,8 @@ demo-v2:
 ## test: format check, vet, and every test of every module with the race detector
 test: lint
 	@set -e; for m in $(MODULES); do echo "== go test in $$m"; (cd $$m && $(GO) test -race -count=1 -shuffle=on -timeout 30m $(PKGS)); done
-	@echo "== the jail's suite again, every session forked from a template (Backend.Zygote)"
-	CODEMODE_JAIL_START=zygote $(GO) test -race -count=1 -shuffle=on -timeout 30m ./backend/jail/...
+	@echo "== the jail's suite again, every session started cold (Backend.Cold)"
+	CODEMODE_JAIL_START=cold $(GO) test -race -count=1 -shuffle=on -timeout 30m ./backend/jail/...
 	cd deploy && $(GO) test -count=1 ./...
 
 ## lint: gofmt, the v2 adapters generated from v1, go vet (also for macOS, where the library must build) and golangci-lint (.golangci.yml), in every module

@@ -34,17 +34,22 @@ type Backend struct {
 	// MaxOutputBytes bounds each output stream per block; zero means the
 	// sandbox server's default.
 	MaxOutputBytes int64
-	// Zygote starts sessions by forking them from a template process (one
-	// per interpreter and Config, itself jailed, started by the first
-	// Open) instead of starting a jail cold. A forked session has its own
-	// namespaces, cgroups, mounts, limits, seccomp filter and dropped
-	// privileges, as a cold one does (docs/jail.md says what it shares
-	// with the template). If the template cannot be used the session
-	// starts cold and [Session.Fallback] says why. Call [Backend.Close]
-	// to stop the template.
-	Zygote bool
+	// Cold starts every session in a fresh jail of its own instead of
+	// forking it from a template process. By default a session is forked
+	// from a template (one per interpreter and Config, itself jailed,
+	// started by the first Open and shared by every Backend with that
+	// Config), which makes a session start cheaper than a bare Python
+	// spawn. A forked session has its own namespaces, cgroups, mounts,
+	// limits, seccomp filter and dropped privileges, as a cold one does;
+	// docs/jail.md says what it shares with the template. Where the
+	// template cannot be used the session starts cold and
+	// [Session.Fallback] says why. Set Cold in a program that opens one
+	// session and exits, where the template's own start is not repaid,
+	// or to keep sessions from sharing the template's address-space
+	// layout and hash seed.
+	Cold bool
 
-	cold bool // start cold even where the tests make forking the default
+	forked bool // fork even where the tests make starting cold the default
 }
 
 var _ transport.Backend = (*Backend)(nil)
@@ -67,8 +72,8 @@ type Session struct {
 	fallback error
 }
 
-// Fallback is why a session of a [Backend] with Zygote set was started
-// cold instead of forked from the template, or nil.
+// Fallback is why a session that was to be forked from a template was
+// started cold instead, or nil (also for a [Backend] with Cold set).
 func (s *Session) Fallback() error { return s.fallback }
 
 // Enforced reports the protections in force for this session's jail.
@@ -94,9 +99,10 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	return &Session{Client: client, cmd: st.Jail(), fallback: st.fallback}, nil
 }
 
-// Close stops the backend's template process, if Zygote started one. It
-// waits up to 10s for the sessions forked from it to end; they keep
-// running until closed.
+// Close stops the template process the backend's sessions are forked
+// from, if one was started; a later Open starts a new one. It waits up to
+// 10s for the sessions forked from it to end; they keep running until
+// closed. A template left running ends with the host process.
 func (b *Backend) Close() error {
 	cfg, err := b.effectiveConfig(nil)
 	if err != nil {
@@ -105,9 +111,9 @@ func (b *Backend) Close() error {
 	return closeZygote(cfg)
 }
 
-// zygoteByDefault makes every Backend fork its sessions, for tests that
-// run the whole suite on that start path.
-var zygoteByDefault bool
+// coldByDefault makes every Backend start its sessions cold, for tests
+// that run the whole suite on that start path.
+var coldByDefault bool
 
 // Launcher returns what starts a session's supervisor in a fresh jail
 // whose files are the backend's and files, and the supervisor's config:
@@ -131,7 +137,7 @@ func (b *Backend) Launcher(files map[string][]byte) (*Starter, sandboxserver.Con
 		Env:             []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		MaxOutputBytes:  b.MaxOutputBytes,
 	}
-	return &Starter{config: cfg, zygote: b.Zygote || zygoteByDefault && !b.cold}, server, nil
+	return &Starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault)}, server, nil
 }
 
 // effectiveConfig is the backend's Config with files merged in and the

@@ -138,7 +138,8 @@ type Enforcement struct {
 	Loopback     bool // a private loopback is up; no other interface exists
 
 	// Forked is true when the session was forked from a template process
-	// (see [Backend.Zygote]) rather than started cold. Every other field
+	// (the default of a [Backend], see [Backend.Cold]) rather than started
+	// cold. Every other field
 	// is then read back from the session itself after its setup.
 	Forked bool
 

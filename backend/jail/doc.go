@@ -108,10 +108,11 @@
 //
 // # Forked sessions
 //
-// With [Backend.Zygote] set, sessions are forked from a template process
-// (one per interpreter and Config, itself jailed, with the worker's
-// runner loaded) instead of starting a jail each: a quarter to a third of
-// a cold start. Each forked session still gets its own namespaces, cgroups,
+// By default a [Backend] forks its sessions from a template process (one
+// per interpreter and Config, itself jailed, with the worker's runner
+// loaded) instead of starting a jail each: a quarter to a third of a cold
+// start, and less than a bare Python spawn ([Backend.Cold] starts every
+// session cold). Each forked session still gets its own namespaces, cgroups,
 // mounts, limits, seccomp filter and dropped privileges, read back from
 // the session ([Enforcement.Forked] tells them apart); docs/jail.md says
 // what forked sessions share with the template. A session that cannot be

@@ -100,7 +100,7 @@ time.sleep(600)
 		return 0
 	case "forked-sleepers":
 		// The same from a session forked from a template.
-		s, err := (&Backend{Zygote: true}).Open(context.Background(), transport.SessionConfig{})
+		s, err := (&Backend{forked: true}).Open(context.Background(), transport.SessionConfig{})
 		if errors.Is(err, ErrUnsupported) {
 			fmt.Println("unsupported")
 			return 0
@@ -139,7 +139,7 @@ for i in range(4):
 // probeInForkedSession runs code in a session forked from a template.
 func probeInForkedSession(code string) helperReport {
 	var rep helperReport
-	be := &Backend{Zygote: true}
+	be := &Backend{forked: true}
 	defer func() { _ = be.Close() }()
 	s, err := be.Open(context.Background(), transport.SessionConfig{})
 	if err != nil {

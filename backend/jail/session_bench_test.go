@@ -14,13 +14,38 @@ import (
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
-// BenchmarkSessionColdStart opens a jailed session (jail, sandbox server,
-// Python worker, ready report) and, in the same loop, spawns the same
-// interpreter bare with `-c pass`, so the ratio compares like with like
-// on whatever the machine is doing.
+// BenchmarkSessionColdStart opens a jailed session with no pool and no
+// warm session (jail, sandbox server, Python worker, ready report) and, in
+// the same loop, spawns the same interpreter bare with `-c pass`, so the
+// ratio compares like with like on whatever the machine is doing.
+// "forked" is the default start, a session forked from a template process
+// (the template is started before the timed loop); "cold" starts each
+// session's jail from scratch (Backend.Cold).
 func BenchmarkSessionColdStart(b *testing.B) {
-	be := &jail.Backend{}
-	benchOpenVsBare(b, be, be, nil)
+	for _, forked := range []bool{true, false} {
+		name := "cold"
+		if forked {
+			name = "forked"
+		}
+		b.Run(name, func(b *testing.B) {
+			be := &jail.Backend{Cold: true}
+			if forked {
+				be = jail.ForkingBackend(jail.Config{})
+			}
+			defer be.Close()
+			// One session before the loop: it skips where the jail cannot
+			// run, and starts the template of the forked case.
+			s, err := be.Open(context.Background(), transport.SessionConfig{})
+			if err != nil {
+				b.Skip(err)
+			}
+			if err := s.(*jail.Session).Fallback(); forked && err != nil {
+				b.Skipf("no template: %v", err)
+			}
+			s.Close()
+			benchOpenVsBare(b, be, be, nil)
+		})
+	}
 }
 
 // benchOpenVsBare is transporttest.BenchOpenVsBare with be's interpreter.
@@ -53,23 +78,6 @@ func BenchmarkToolCall(b *testing.B) {
 	transporttest.BenchToolCall(b, s)
 }
 
-// BenchmarkSessionForkedStart is BenchmarkSessionColdStart with sessions
-// forked from a template process (Backend.Zygote). The template is started
-// before the timed loop.
-func BenchmarkSessionForkedStart(b *testing.B) {
-	be := &jail.Backend{Zygote: true}
-	defer be.Close()
-	s, err := be.Open(context.Background(), transport.SessionConfig{})
-	if err != nil {
-		b.Skip(err)
-	}
-	if err := s.(*jail.Session).Fallback(); err != nil {
-		b.Skipf("no template: %v", err)
-	}
-	s.Close()
-	benchOpenVsBare(b, be, be, nil)
-}
-
 // BenchmarkSessionMemory reports the unique set size (private clean and
 // dirty pages, from /proc/PID/smaps_rollup) of an idle session's
 // processes, its pid 1 and its worker, for a forked and a cold session.
@@ -80,7 +88,10 @@ func BenchmarkSessionMemory(b *testing.B) {
 			name = "forked"
 		}
 		b.Run(name, func(b *testing.B) {
-			be := &jail.Backend{Zygote: forked}
+			be := &jail.Backend{Cold: true}
+			if forked {
+				be = jail.ForkingBackend(jail.Config{})
+			}
 			defer be.Close()
 			var uss []float64
 			for b.Loop() {

@@ -23,7 +23,7 @@ func startPaths(t *testing.T, cfg Config, f func(t *testing.T, be *Backend)) {
 			name = "forked"
 		}
 		t.Run(name, func(t *testing.T) {
-			be := &Backend{Config: cfg, Zygote: forked, cold: !forked}
+			be := &Backend{Config: cfg, Cold: !forked, forked: forked}
 			t.Cleanup(func() {
 				if err := be.Close(); err != nil {
 					t.Error(err)
@@ -45,7 +45,7 @@ func sessionOf(t *testing.T, be *Backend) *Session {
 	}
 	js := s.(*Session)
 	t.Cleanup(func() { js.Close() })
-	if be.Zygote {
+	if !be.Cold {
 		if err := js.Fallback(); err != nil {
 			t.Fatalf("the session started cold: %v", err)
 		}
@@ -220,7 +220,7 @@ func templatePython(t *testing.T, cfg Config) (*zygote, int) {
 }
 
 func TestDeadTemplateFallsBackAndIsReplaced(t *testing.T) {
-	be := &Backend{Zygote: true}
+	be := &Backend{forked: true}
 	t.Cleanup(func() { _ = be.Close() })
 	before := sessionOf(t, be)
 	z, pid := templatePython(t, Config{})
@@ -262,7 +262,7 @@ func TestDeadTemplateFallsBackAndIsReplaced(t *testing.T) {
 
 func TestStuckTemplateFallsBack(t *testing.T) {
 	cfg := Config{Processes: 100} // a template of its own
-	be := &Backend{Config: cfg, Zygote: true}
+	be := &Backend{Config: cfg, forked: true}
 	t.Cleanup(func() { _ = be.Close() })
 	sessionOf(t, be).Close()
 	z, pid := templatePython(t, cfg)
@@ -294,4 +294,58 @@ func TestStuckTemplateFallsBack(t *testing.T) {
 	if !z.isRetired() {
 		t.Fatal("the stuck template was not retired")
 	}
+}
+
+// TestDefaultStart checks what a Backend's zero value does: it forks its
+// sessions from a template, and Cold starts them in a fresh jail.
+func TestDefaultStart(t *testing.T) {
+	if coldByDefault {
+		t.Skip("CODEMODE_JAIL_START=cold makes every Backend start cold")
+	}
+	cfg := Config{Processes: 102} // a template of its own
+	be := &Backend{Config: cfg}
+	t.Cleanup(func() { _ = be.Close() })
+	s := sessionOf(t, be) // checks that it was forked
+	// The processes are named for what they are (the plugin's tests and
+	// ps tell them apart by it).
+	if got := comm(t, s.Pid()); got != "codemode-forked" {
+		t.Errorf("a forked session's pid 1 is named %q", got)
+	}
+	_, tpl := templatePython(t, cfg)
+	if got := comm(t, tpl); got != "codemode-zygote" {
+		t.Errorf("the template is named %q", got)
+	}
+	s.Close()
+	if !templateLive(cfg) {
+		t.Fatal("no template is running after a forked session")
+	}
+	if err := be.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if templateLive(cfg) {
+		t.Error("the template is still live after Close")
+	}
+	cold := &Backend{Config: cfg, Cold: true}
+	sessionOf(t, cold).Close() // checks that it was not forked
+	if templateLive(cfg) {
+		t.Error("a Cold backend started a template")
+	}
+}
+
+func comm(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func templateLive(cfg Config) bool {
+	if python, err := cfg.Interpreter(); err == nil {
+		cfg.Python = python
+	}
+	zygotes.Lock()
+	defer zygotes.Unlock()
+	return zygotes.live[zygoteKey(cfg.withDefaults())] != nil
 }

@@ -72,6 +72,7 @@ MS_PRIVATE = 1 << 18
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+PR_SET_NAME = 15
 PR_CAPBSET_READ = 23
 PR_CAPBSET_DROP = 24
 PR_GET_SECUREBITS = 27
@@ -146,7 +147,15 @@ def _mount(op, src, target, fstype, flags, data=None):
 # --- the template --------------------------------------------------------
 
 
+def _name(name):
+    """Name this process (its comm, which ps shows): a template, a blank
+    session forked ahead and a session in use can be told apart."""
+    buf = ctypes.create_string_buffer(name)
+    _libc.prctl(PR_SET_NAME, ctypes.addressof(buf), 0, 0, 0)
+
+
 def template():
+    _name(b"codemode-zygote")
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked children are reaped by the kernel
     ctl = socket.socket(fileno=3)
     ctl.setblocking(True)
@@ -228,6 +237,7 @@ def _init(setup, inside):
     """pid 1 of the session: tell the host who we are, get the session's
     config and sockets once the host has put us in our cgroups, build and
     lock the jail, then supervise."""
+    _name(b"codemode-spare")
     try:
         _prepare(inside)
         fixed = _read_fixed()
@@ -248,6 +258,7 @@ def _init(setup, inside):
             fds.extend(struct.unpack("%di" % n, data[: n * 4]))
     if not first or len(fds) != 2:
         os._exit(125)  # the host is gone, or this is not the host
+    _name(b"codemode-forked")
     sup_fd, err_fd = fds
     os.dup2(err_fd, 2)
     os.close(err_fd)

@@ -759,14 +759,14 @@ func stopAllZygotes(wait time.Duration) error {
 	return errors.Join(errs...)
 }
 
-// CheckForked is [Check] for sessions forked from a template
-// ([Backend.Zygote]): it opens checkRuns sessions of a Backend with cfg,
+// CheckForked is [Check] for sessions forked from a template (the
+// default start of a [Backend]): it opens checkRuns sessions of a Backend with cfg,
 // as the backend does, and returns what the first one enforced (read from
 // the session) and the median time to open one until its worker was
 // ready. It stops the template before it returns. An error means forking
 // is not available here; sessions would start cold.
 func CheckForked(ctx context.Context, cfg Config) (Enforcement, time.Duration, error) {
-	be := &Backend{Config: cfg, Zygote: true}
+	be := &Backend{Config: cfg, forked: true}
 	defer func() { _ = be.Close() }()
 	var enf Enforcement
 	var opens []time.Duration

@@ -14,7 +14,7 @@ import (
 )
 
 func TestZygoteSessionRuns(t *testing.T) {
-	be := &jail.Backend{Zygote: true}
+	be := jail.ForkingBackend(jail.Config{})
 	t.Cleanup(func() {
 		if err := be.Close(); err != nil {
 			t.Error(err)
@@ -51,7 +51,7 @@ func TestZygoteManySessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("64 sessions")
 	}
-	be := &jail.Backend{Zygote: true}
+	be := jail.ForkingBackend(jail.Config{})
 	t.Cleanup(func() { _ = be.Close() })
 	const n = 64
 	sessions := make([]transport.Session, n)
@@ -97,7 +97,7 @@ func TestZygoteManySessions(t *testing.T) {
 // from one template: the random module's state, the runner's call-id
 // prefix, and the workspace; and that the environment is the allowlist.
 func TestZygoteSessionsDiffer(t *testing.T) {
-	be := &jail.Backend{Zygote: true}
+	be := jail.ForkingBackend(jail.Config{})
 	t.Cleanup(func() { _ = be.Close() })
 	code := `
 import os, random, sys

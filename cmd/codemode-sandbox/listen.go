@@ -132,7 +132,9 @@ func removeAll(dir string) {
 // returns the wsserve launcher that runs each session's worker in one; it
 // logs what each jail enforces, as the jail reports it.
 func jailLauncher(ctx context.Context, cfg sandboxserver.Config, logger *slog.Logger) (func(map[string][]byte) (sandboxserver.Starter, sandboxserver.Config, error), error) {
-	b := &jail.Backend{Config: jail.Config{Python: cfg.Python}, MaxOutputBytes: cfg.MaxOutputBytes}
+	// Cold: the process serves one session, so a template would not be
+	// repaid.
+	b := &jail.Backend{Config: jail.Config{Python: cfg.Python}, MaxOutputBytes: cfg.MaxOutputBytes, Cold: true}
 	if _, err := jail.Check(ctx, b.Config); err != nil {
 		return nil, fmt.Errorf("--jail: the namespace jail cannot run here: %w (run without --jail, and the container is the boundary)", err)
 	}

@@ -24,7 +24,9 @@ var backends = map[string]backendInfo{
 	"jail": {
 		summary: "daemonless Linux namespace jail (default)",
 		open: func(python string) transport.Backend {
-			return &jail.Backend{Config: jail.Config{Python: python}}
+			// One session per command: a template's start would not be
+			// repaid.
+			return &jail.Backend{Config: jail.Config{Python: python}, Cold: true}
 		},
 	},
 	"unsandboxed": {

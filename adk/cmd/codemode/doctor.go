@@ -17,8 +17,9 @@ const doctorUsage = `Usage: codemode doctor [flags]
 
 Starts a real jail and reports, per backend, which protections this host
 actually enforces, and measures session starts without a pool. The "jail
-(forked)" column is a session forked from a template process
-(jail.Backend.Zygote), read back from the session. The docker column is
+(forked)" column is a session forked from a template process (the
+default start of jail.Backend), the "jail (cold)" column one started in a
+fresh jail (jail.Backend.Cold), each read back from the session. The docker column is
 what the engine applied to a sandbox container of --image, read back
 from the engine; the engine is found as the docker CLI finds it
 ($DOCKER_HOST, else $DOCKER_CONTEXT, else the current context of the
@@ -56,8 +57,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 
 	e := rep.Enforcement
 	ok := jerr == nil
-	// The forked column: a session forked from a template process
-	// (jail.Backend.Zygote), read back from the session itself.
+	// The forked column: a session forked from a template process (the
+	// default start of jail.Backend), read back from the session itself.
 	fe, fstart, ferr := jail.CheckForked(ctx, jail.Config{Python: *python})
 	fok := ok && ferr == nil
 	fyn := func(b bool) string {
@@ -100,7 +101,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		return "no"
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "protection\tjail\tjail (forked)\tdocker\tunsandboxed")
+	fmt.Fprintln(tw, "protection\tjail (cold)\tjail (forked)\tdocker\tunsandboxed")
 	row := func(name, jailVal, forkedVal, dockerVal string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tno\n", name, jailVal, forkedVal, dockerVal)
 	}

@@ -183,7 +183,7 @@ func TestDoctor(t *testing.T) {
 		f := columns.Split(strings.TrimSpace(line), -1)
 		switch {
 		case strings.HasPrefix(line, "protection"):
-			if want := []string{"protection", "jail", "jail (forked)", "docker", "unsandboxed"}; !slices.Equal(f, want) {
+			if want := []string{"protection", "jail (cold)", "jail (forked)", "docker", "unsandboxed"}; !slices.Equal(f, want) {
 				t.Errorf("columns %q, want %q", f, want)
 			}
 		case strings.HasPrefix(line, "seccomp filter") || strings.HasPrefix(line, "pid namespace"):

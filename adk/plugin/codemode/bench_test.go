@@ -19,11 +19,12 @@ import (
 // BenchmarkJailColdStartInADKProgram is BenchmarkSessionColdStart of
 // backend/jail run from a binary the size of an ADK agent (this test
 // binary links ADK, genai, gRPC, OpenTelemetry and the rest), with no
-// pool: "cold" starts each session's jail from scratch, "forked" forks it
-// from a template process (jail.Backend.Zygote), started before the timed
-// loop. A cold jail re-executes the host binary, and its init runs every
-// package initializer the program has before the jail's own hook: this
-// shows what that costs an agent, and what forking saves it.
+// pool: "forked" (the default) forks each session from a template
+// process, started before the timed loop, and "cold" starts each
+// session's jail from scratch (jail.Backend.Cold). A cold jail
+// re-executes the host binary, and its init runs every package
+// initializer the program has before the jail's own hook: this shows what
+// that costs an agent, and what forking saves it.
 func BenchmarkJailColdStartInADKProgram(b *testing.B) {
 	for _, forked := range []bool{false, true} {
 		name := "cold"
@@ -31,7 +32,7 @@ func BenchmarkJailColdStartInADKProgram(b *testing.B) {
 			name = "forked"
 		}
 		b.Run(name, func(b *testing.B) {
-			be := &jail.Backend{Zygote: forked}
+			be := &jail.Backend{Cold: !forked}
 			defer be.Close()
 			py, err := be.Config.Interpreter()
 			if err != nil {

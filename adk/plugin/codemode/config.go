@@ -40,7 +40,9 @@ type Config struct {
 	Toolsets []tool.Toolset
 
 	// Backend starts the sandboxes. Nil means &jail.Backend{}, the local
-	// namespace jail running the host's python3.
+	// namespace jail running the host's python3, whose sessions are forked
+	// from a template process that the plugin's Close stops. A Backend
+	// given here is the caller's to close.
 	Backend transport.Backend
 
 	// MaxOutputChars bounds stdout and stderr, each, as the model sees them:

@@ -75,8 +75,10 @@ func NewHooks(cfg Config) (*Hooks, error) {
 
 func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 	cfg = cfg.withDefaults()
+	var own interface{ Close() error }
 	if cfg.Backend == nil {
-		cfg.Backend = &jail.Backend{}
+		jb := &jail.Backend{}
+		cfg.Backend, own = jb, jb
 	}
 	bare, err := staticTools(cfg.Tools)
 	if err != nil {
@@ -86,6 +88,7 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 		cfg:            cfg,
 		bare:           bare,
 		requirePlugins: requirePlugins,
+		ownBackend:     own,
 		turns:          map[string]*turn{},
 		roots:          map[string]string{},
 	}
@@ -152,8 +155,9 @@ func (h *Hooks) AfterAgent(ctx agent.Context) (*genai.Content, error) {
 	return nil, nil
 }
 
-// Close closes every sandbox and stops the idle reaper. Later execute_code
-// calls fail. It is safe to call more than once.
+// Close closes every sandbox and stops the idle reaper, and the template
+// process of the default backend (see [Config.Backend]). Later
+// execute_code calls fail. It is safe to call more than once.
 func (h *Hooks) Close() error {
 	return h.e.close()
 }

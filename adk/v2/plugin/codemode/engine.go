@@ -25,7 +25,8 @@ type engine struct {
 	static         *surface // the surface when there are no toolsets
 	requirePlugins bool     // registered as a runner plugin
 	tool           *execTool
-	toolsetHooks   []requestProcessorOf // the toolsets' request processors, in order
+	toolsetHooks   []requestProcessorOf       // the toolsets' request processors, in order
+	ownBackend     interface{ Close() error } // the default backend, made by the engine; closed with it
 
 	mu         sync.Mutex
 	turns      map[string]*turn  // by invocation id
@@ -232,6 +233,9 @@ func (e *engine) close() error {
 		}()
 	}
 	wg.Wait()
+	if e.ownBackend != nil {
+		return e.ownBackend.Close()
+	}
 	return nil
 }
 
