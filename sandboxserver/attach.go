@@ -16,16 +16,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // attach runs a session in this process whose worker lives with a
-// supervisor ([supervise]) at the other end of sup, typically inside a
-// sandbox on the same machine. The worker's pipes are passed to this
-// process, so blocks, their output and tool calls travel between the host
-// and the worker with no process in between; the supervisor is asked only
-// to start, signal and kill the worker and for the workspace's files.
+// supervisor (package internal/supervisor) at the other end of sup,
+// typically inside a sandbox on the same machine. The worker's pipes are
+// passed to this process, so blocks, their output and tool calls travel
+// between the host and the worker with no process in between; the
+// supervisor is asked only to start, signal and kill the worker and for
+// the workspace's files.
 // cfg must be the supervisor's config (its limits on output and files
 // apply here). The returned client owns sup; opts.OnClose runs after the
 // supervisor's processes are gone.
@@ -40,7 +42,7 @@ func attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		sup.Close()
 		return fail(err)
 	}
-	c, err := newSupConn(sup, supOps)
+	c, err := supervisor.NewConn(sup, supervisor.SupervisorOps)
 	if err != nil {
 		return fail(err)
 	}
@@ -65,7 +67,7 @@ func attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		if !started.Load() {
 			// The start failed or was given up: do not wait for a
 			// supervisor that may never answer.
-			_ = p.c.c.Close()
+			_ = p.c.Close()
 		}
 		err := p.waitServed(served)
 		if onClose != nil {
@@ -74,7 +76,7 @@ func attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		return err
 	}
 	// Until the worker is ready, ctx bounds the wait for the supervisor too.
-	stop := context.AfterFunc(ctx, func() { _ = p.c.c.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = p.c.Close() })
 	client, err := wire.NewClient(ctx, hostConn, scfg, opts)
 	if !stop() && err == nil {
 		// ctx ended just as the worker became ready, and the supervisor
@@ -110,7 +112,7 @@ func (p *remoteProcs) waitServed(served <-chan error) error {
 
 // remoteProcs are the worker's processes as a supervisor runs them.
 type remoteProcs struct {
-	c        *supConn
+	c        *supervisor.Conn
 	reqMu    sync.Mutex // one request at a time
 	replies  chan supReply
 	end      chan struct{} // closed when the reader stops
@@ -129,7 +131,7 @@ type remoteProcs struct {
 }
 
 type supReply struct {
-	m   supMsg
+	m   supervisor.Msg
 	fds []int
 }
 
@@ -142,7 +144,7 @@ var (
 	supCloseTimeout = 10 * time.Second
 )
 
-func newRemoteProcs(c *supConn) *remoteProcs {
+func newRemoteProcs(c *supervisor.Conn) *remoteProcs {
 	p := &remoteProcs{
 		c: c, replies: make(chan supReply, 1), end: make(chan struct{}), intr: make(chan *worker, 1),
 		workers: map[int]*worker{}, early: map[int]int{}, inotify: -1,
@@ -157,7 +159,7 @@ func (p *remoteProcs) dropReplies() {
 	for {
 		select {
 		case r := <-p.replies:
-			closeFDs(r.fds)
+			supervisor.CloseFDs(r.fds)
 		default:
 			return
 		}
@@ -167,7 +169,7 @@ func (p *remoteProcs) dropReplies() {
 // forceClose closes the supervisor socket and the latest worker's pipes,
 // which ends whatever waits on them.
 func (p *remoteProcs) forceClose() {
-	_ = p.c.c.Close()
+	_ = p.c.Close()
 	p.mu.Lock()
 	pipes := p.pipes
 	p.pipes = nil
@@ -186,9 +188,9 @@ func (p *remoteProcs) forceClose() {
 func (p *remoteProcs) readLoop() {
 	var err error
 	for {
-		var m supMsg
+		var m supervisor.Msg
 		var fds []int
-		m, fds, err = p.c.recv()
+		m, fds, err = p.c.Recv()
 		if err != nil {
 			break
 		}
@@ -199,15 +201,15 @@ func (p *remoteProcs) readLoop() {
 		select {
 		case p.replies <- supReply{m, fds}:
 		default:
-			closeFDs(fds)
-			err = fmt.Errorf("%w: %s that nobody asked for", errSupProtocol, m.Op)
+			supervisor.CloseFDs(fds)
+			err = fmt.Errorf("%w: %s that nobody asked for", supervisor.ErrProtocol, m.Op)
 		}
 		if err != nil {
 			break
 		}
 	}
-	_ = p.c.c.Close()
-	p.c.dropFDs()
+	_ = p.c.Close()
+	p.c.DropFDs()
 	p.endErr = err
 	close(p.end)
 	p.mu.Lock()
@@ -235,7 +237,7 @@ func (p *remoteProcs) exited(pid, status int) {
 
 // request sends m (nothing if m.Op is empty) and waits for the reply
 // named want.
-func (p *remoteProcs) request(m supMsg, want string, timeout time.Duration) (supReply, error) {
+func (p *remoteProcs) request(m supervisor.Msg, want string, timeout time.Duration) (supReply, error) {
 	p.reqMu.Lock()
 	defer p.reqMu.Unlock()
 	// What the reply answers, for errors: the first worker's spawned
@@ -245,7 +247,7 @@ func (p *remoteProcs) request(m supMsg, want string, timeout time.Duration) (sup
 		asked = "nothing (" + want + " was due)"
 	}
 	if m.Op != "" {
-		if err := p.c.send(m); err != nil {
+		if err := p.c.Send(m); err != nil {
 			p.dropReplies()
 			return supReply{}, p.lost(err)
 		}
@@ -258,18 +260,18 @@ func (p *remoteProcs) request(m supMsg, want string, timeout time.Duration) (sup
 		case want:
 			return r, nil
 		case "error":
-			closeFDs(r.fds)
+			supervisor.CloseFDs(r.fds)
 			return supReply{}, errors.New(r.m.Error)
 		}
-		closeFDs(r.fds)
-		return supReply{}, fmt.Errorf("%w: %s in answer to %s", errSupProtocol, r.m.Op, asked)
+		supervisor.CloseFDs(r.fds)
+		return supReply{}, fmt.Errorf("%w: %s in answer to %s", supervisor.ErrProtocol, r.m.Op, asked)
 	case <-p.end:
 		p.dropReplies()
 		return supReply{}, p.lost(p.endErr)
 	case <-timer.C:
 		// A late answer would be taken for the next one's: give up on it
 		// (and on one that came just now).
-		_ = p.c.c.Close()
+		_ = p.c.Close()
 		p.dropReplies()
 		if m.Op == "" {
 			return supReply{}, fmt.Errorf("sandboxserver: the supervisor did not send %s within %s", want, timeout)
@@ -284,7 +286,7 @@ func (p *remoteProcs) lost(err error) error {
 
 func (p *remoteProcs) spawn() (*worker, workerPipes, error) {
 	// The supervisor starts the first worker unasked.
-	req := supMsg{Op: "spawn"}
+	req := supervisor.Msg{Op: "spawn"}
 	if !p.spawned {
 		p.spawned = true
 		req.Op = ""
@@ -299,12 +301,12 @@ func (p *remoteProcs) spawn() (*worker, workerPipes, error) {
 		// read ends.
 		f, err := ownPipe(fd, i == 0)
 		if err != nil {
-			closeFDs(r.fds[i+1:])
+			supervisor.CloseFDs(r.fds[i+1:])
 			for _, f := range files {
 				f.Close()
 			}
 			if errors.Is(err, errNotPipe) {
-				err = fmt.Errorf("%w: the worker's descriptor %d is not a pipe", errSupProtocol, i)
+				err = fmt.Errorf("%w: the worker's descriptor %d is not a pipe", supervisor.ErrProtocol, i)
 			}
 			return nil, workerPipes{}, err
 		}
@@ -353,7 +355,7 @@ func (p *remoteProcs) interrupter() {
 			select {
 			case <-w.exited: // too late; its pid may be another's soon
 			default:
-				_ = p.c.send(supMsg{Op: "interrupt", Pid: w.pid})
+				_ = p.c.Send(supervisor.Msg{Op: "interrupt", Pid: w.pid})
 			}
 		case <-p.end:
 			return
@@ -362,13 +364,13 @@ func (p *remoteProcs) interrupter() {
 }
 
 func (p *remoteProcs) killAll(w *worker) {
-	_, _ = p.request(supMsg{Op: "kill"}, "killed", supReplyTimeout)
+	_, _ = p.request(supervisor.Msg{Op: "kill"}, "killed", supReplyTimeout)
 }
 
 func (p *remoteProcs) files() fileTracker { return p }
 
 func (p *remoteProcs) close() {
-	_ = p.c.c.Close()
+	_ = p.c.Close()
 	<-p.end
 	// The reader has stopped: nothing more comes into replies.
 	p.dropReplies()
@@ -379,7 +381,7 @@ func (p *remoteProcs) close() {
 }
 
 func (p *remoteProcs) baseline() {
-	r, err := p.request(supMsg{Op: "baseline"}, "files", supReplyTimeout)
+	r, err := p.request(supervisor.Msg{Op: "baseline"}, "files", supReplyTimeout)
 	if err != nil {
 		return
 	}
@@ -395,7 +397,7 @@ func (p *remoteProcs) setWatch(r supReply) {
 		p.watching = true
 		return
 	}
-	closeFDs(r.fds)
+	supervisor.CloseFDs(r.fds)
 	p.watching = p.watching && r.m.Watching
 	if !p.watching && p.inotify >= 0 {
 		_ = unix.Close(p.inotify)
@@ -412,23 +414,24 @@ func (p *remoteProcs) changed() []wire.FileInfo {
 			return nil
 		}
 	}
-	r, err := p.request(supMsg{Op: "changed"}, "files", supReplyTimeout)
+	r, err := p.request(supervisor.Msg{Op: "changed"}, "files", supReplyTimeout)
 	if err != nil {
 		return nil
 	}
 	p.setWatch(r)
-	if len(r.m.Files) > p.maxFiles && p.maxFiles > 0 {
-		return r.m.Files[:p.maxFiles]
+	files := r.m.Files
+	if len(files) > p.maxFiles && p.maxFiles > 0 {
+		files = files[:p.maxFiles]
 	}
-	return r.m.Files
+	return wireFiles(files)
 }
 
 func (p *remoteProcs) read(rel string, max int64) ([]byte, error) {
-	if len(rel) > maxSupPath {
+	if len(rel) > supervisor.MaxPath {
 		// The supervisor would take it for a protocol error.
-		return nil, fmt.Errorf("invalid path %q: longer than %d bytes", clip.String(rel, 200), maxSupPath)
+		return nil, fmt.Errorf("invalid path %q: longer than %d bytes", clip.String(rel, 200), supervisor.MaxPath)
 	}
-	r, err := p.request(supMsg{Op: "read", Path: rel, Max: max}, "file", supReplyTimeout)
+	r, err := p.request(supervisor.Msg{Op: "read", Path: rel, Max: max}, "file", supReplyTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +439,7 @@ func (p *remoteProcs) read(rel string, max int64) ([]byte, error) {
 		return nil, errors.New(r.m.Error)
 	}
 	if int64(len(r.m.Data)) > max {
-		return nil, fmt.Errorf("%w: %d bytes for a file of at most %d", errSupProtocol, len(r.m.Data), max)
+		return nil, fmt.Errorf("%w: %d bytes for a file of at most %d", supervisor.ErrProtocol, len(r.m.Data), max)
 	}
 	return r.m.Data, nil
 }

@@ -4,7 +4,6 @@ package sandboxserver
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/wire"
 )
@@ -51,7 +51,7 @@ const fakePid = 999999999
 // pipes of a fakeWorker. handle sees each message the host sends and
 // returns true when it dealt with it; the rest get a plain answer. prep,
 // if set, runs on the host's end of the socket before Attach.
-func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, m supMsg) bool) (*wire.Client, *fakeWorker, *supConn) {
+func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supervisor.Conn, m supervisor.Msg) bool) (*wire.Client, *fakeWorker, *supervisor.Conn) {
 	t.Helper()
 	needPython(t)
 	hostEnd, sandboxEnd, err := socketPair()
@@ -61,12 +61,12 @@ func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, 
 	if prep != nil {
 		prep(hostEnd)
 	}
-	c, err := newSupConn(sandboxEnd, hostOps)
+	c, err := supervisor.NewConn(sandboxEnd, supervisor.HostOps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := newFakeWorker(t)
-	if err := c.send(supMsg{Op: "spawned", Pid: fakePid}, w.sent...); err != nil {
+	if err := c.Send(supervisor.Msg{Op: "spawned", Pid: fakePid}, w.sent...); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.conn.Write(&wire.ReadyFrame{ProtocolVersion: wire.ProtocolVersion}); err != nil {
@@ -77,8 +77,8 @@ func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, 
 		defer close(served)
 		exited := false
 		for {
-			m, fds, err := c.recv()
-			closeFDs(fds)
+			m, fds, err := c.Recv()
+			supervisor.CloseFDs(fds)
 			if err != nil {
 				return
 			}
@@ -87,24 +87,24 @@ func attachFake(t *testing.T, prep func(host *os.File), handle func(c *supConn, 
 			}
 			switch m.Op {
 			case "baseline", "changed":
-				_ = c.send(supMsg{Op: "files"})
+				_ = c.Send(supervisor.Msg{Op: "files"})
 			case "kill":
-				_ = c.send(supMsg{Op: "killed"})
+				_ = c.Send(supervisor.Msg{Op: "killed"})
 				if !exited {
 					exited = true
-					_ = c.send(supMsg{Op: "exited", Pid: fakePid, Status: 9})
+					_ = c.Send(supervisor.Msg{Op: "exited", Pid: fakePid, Status: 9})
 				}
 			case "read":
-				_ = c.send(supMsg{Op: "file", Path: m.Path, Error: "no such file"})
+				_ = c.Send(supervisor.Msg{Op: "file", Path: m.Path, Error: "no such file"})
 			case "spawn":
-				_ = c.send(supMsg{Op: "error", Error: "no more workers"})
+				_ = c.Send(supervisor.Msg{Op: "error", Error: "no more workers"})
 			}
 		}
 	}()
 	t.Cleanup(func() {
-		c.c.Close()
+		c.Close()
 		<-served
-		c.dropFDs()
+		c.DropFDs()
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -136,68 +136,11 @@ func within(t *testing.T, d time.Duration, what string, f func(), unstick func()
 	}
 }
 
-// A send the peer does not take ends within the write timeout,
-// and drops the connection.
-func TestSupConnSendDeadline(t *testing.T) {
-	setVar(t, &supWriteTimeout, 300*time.Millisecond)
-	c, peer := rawPair(t, supOps) // the peer never reads
-	defer c.close()
-	defer peer.Close()
-	big := strings.Repeat("p", 1<<20)
-	var err error
-	within(t, 10*time.Second, "sending to a peer that does not read", func() {
-		for range 64 {
-			if err = c.send(supMsg{Op: "read", Path: big}); err != nil {
-				return
-			}
-		}
-	}, func() { peer.Close(); c.c.Close() })
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("send: %v; want a deadline error", err)
-	}
-	if err := c.send(supMsg{Op: "kill"}); err == nil {
-		t.Error("the connection is still usable after a send timed out")
-	}
-}
-
-// Paths, file lists and error messages from the supervisor are
-// bounded.
-func TestDecodeSupMsgBounds(t *testing.T) {
-	setVar(t, &maxSupFiles, 3)
-	long := strings.Repeat("d/", maxSupPath/2) + "x" // maxSupPath+1 bytes
-	ok := strings.Repeat("a", maxSupPath)
-	for _, tc := range []struct {
-		line string
-		good bool
-	}{
-		{`{"op":"files","files":[{"path":"` + ok + `","size":1}]}`, true},
-		{`{"op":"files","files":[{"path":"` + long + `","size":1}]}`, false},
-		{`{"op":"file","path":"` + ok + `"}`, true},
-		{`{"op":"file","path":"` + long + `"}`, false},
-		{`{"op":"read","path":"` + long + `","max":1}`, false},
-		{`{"op":"files","files":[{"path":"a","size":1},{"path":"b","size":1},{"path":"c","size":1}]}`, true},
-		{`{"op":"files","files":[{"path":"a","size":1},{"path":"b","size":1},{"path":"c","size":1},{"path":"d","size":1}]}`, false},
-		{`{"op":"files","files":null}`, true},
-		{`{"op":"files","files":{}}`, false},
-		{`{"op":"error","error":"` + strings.Repeat("e", maxSupError) + `"}`, true},
-		{`{"op":"error","error":"` + strings.Repeat("e", maxSupError+1) + `"}`, false},
-		{`{"op":"file","path":"a","error":"` + strings.Repeat("e", maxSupError+1) + `"}`, false},
-	} {
-		_, err := decodeSupMsg([]byte(tc.line), opSet(map[bool]string{true: "host", false: "sup"}[strings.Contains(tc.line, `"read"`)]))
-		if (err == nil) != tc.good {
-			t.Errorf("decodeSupMsg(%.80q…): %v; want good=%v", tc.line, err, tc.good)
-		}
-		if err != nil && !errors.Is(err, errSupProtocol) {
-			t.Errorf("decodeSupMsg(%.80q…): %v does not wrap errSupProtocol", tc.line, err)
-		}
-	}
-}
-
 // The host asks for no path longer than a supervisor may send
 // (it would take it for a protocol error), and keeps at most MaxFiles of
 // a files answer.
 func TestRemoteProcsBounds(t *testing.T) {
-	host, sup := supPair(t, supOps, hostOps)
+	host, sup := supPair(t, supervisor.SupervisorOps, supervisor.HostOps)
 	p := newRemoteProcs(host)
 	p.maxFiles = 2
 	done := make(chan struct{})
@@ -207,21 +150,21 @@ func TestRemoteProcsBounds(t *testing.T) {
 	}()
 	go func() {
 		defer close(done)
-		defer sup.close()
+		defer shut(sup)
 		for {
-			m, fds, err := sup.recv()
-			closeFDs(fds)
+			m, fds, err := sup.Recv()
+			supervisor.CloseFDs(fds)
 			if err != nil {
 				return
 			}
 			if m.Op == "changed" {
-				_ = sup.send(supMsg{Op: "files", Files: []wire.FileInfo{{Path: "a", Size: 1}, {Path: "b", Size: 2}, {Path: "c", Size: 3}}})
+				_ = sup.Send(supervisor.Msg{Op: "files", Files: []supervisor.FileInfo{{Path: "a", Size: 1}, {Path: "b", Size: 2}, {Path: "c", Size: 3}}})
 			} else {
 				t.Errorf("the host sent %s", m.Op)
 			}
 		}
 	}()
-	if _, err := p.read(strings.Repeat("a", maxSupPath+1), 10); err == nil || !strings.Contains(err.Error(), "longer than") {
+	if _, err := p.read(strings.Repeat("a", supervisor.MaxPath+1), 10); err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("read of a long path: %v", err)
 	}
 	if got := p.changed(); len(got) != 2 || got[1].Path != "b" {
@@ -233,7 +176,7 @@ func TestRemoteProcsBounds(t *testing.T) {
 // loop (which interrupts the worker every 100 ms while a block stops) nor
 // Close: the send times out and the session ends.
 func TestAttachSupervisorStopsReading(t *testing.T) {
-	setVar(t, &supWriteTimeout, time.Second)
+	setVar(t, &supervisor.WriteTimeout, time.Second)
 	stuck := make(chan struct{})
 	defer close(stuck)
 	s, w, c := attachFake(t, func(host *os.File) {
@@ -243,7 +186,7 @@ func TestAttachSupervisorStopsReading(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, 1) })
-	}, func(c *supConn, m supMsg) bool {
+	}, func(c *supervisor.Conn, m supervisor.Msg) bool {
 		if m.Op == "interrupt" {
 			<-stuck // reads nothing more
 			return true
@@ -259,7 +202,7 @@ func TestAttachSupervisorStopsReading(t *testing.T) {
 		r, err := s.Exec(ctx, transport.Block{Code: "x", Timeout: 100 * time.Millisecond, Grace: 30 * time.Second})
 		t.Logf("Exec: %+v, %v", r, err)
 		s.Close()
-	}, func() { c.c.Close() })
+	}, func() { c.Close() })
 }
 
 // Close ends a session whose supervisor does not answer within
@@ -267,17 +210,17 @@ func TestAttachSupervisorStopsReading(t *testing.T) {
 func TestAttachCloseBounded(t *testing.T) {
 	setVar(t, &supCloseTimeout, 500*time.Millisecond)
 	base := fdBaseline(t)
-	s, w, c := attachFake(t, nil, func(c *supConn, m supMsg) bool {
+	s, w, c := attachFake(t, nil, func(c *supervisor.Conn, m supervisor.Msg) bool {
 		return m.Op == "kill" // never answered
 	})
 	start := time.Now()
-	within(t, 10*time.Second, "Close", func() { s.Close() }, func() { c.c.Close() })
+	within(t, 10*time.Second, "Close", func() { s.Close() }, func() { c.Close() })
 	t.Logf("Close took %s", time.Since(start))
 	for _, f := range append(w.sent, w.stdout, w.stderr) {
 		f.Close()
 	}
 	w.conn.Close()
-	c.c.Close()
+	c.Close()
 	checkFDs(t, base)
 }
 
@@ -330,33 +273,33 @@ func TestAttachDropsUnsolicitedReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.send(supMsg{Op: "files", Watching: true}, r); err != nil {
+	if err := c.Send(supervisor.Msg{Op: "files", Watching: true}, r); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
 	wr.Close()
 	time.Sleep(100 * time.Millisecond) // the host takes it
-	c.c.Close()
+	c.Close()
 	within(t, 30*time.Second, "Close", func() { s.Close() }, nil)
 	for _, f := range append(w.sent, w.stdout, w.stderr) {
 		f.Close()
 	}
 	w.conn.Close()
-	c.c.Close()
+	c.Close()
 	checkFDs(t, base)
 }
 
 // Errors about the first worker, which comes unasked, name the
 // reply that was due rather than an empty request.
 func TestAttachFirstSpawnErrors(t *testing.T) {
-	err := attachHostile(t, func(t *testing.T, c *supConn) {
-		_ = c.send(supMsg{Op: "killed"})
+	err := attachHostile(t, func(t *testing.T, c *fakeSup) {
+		_ = c.Send(supervisor.Msg{Op: "killed"})
 	})
 	if err == nil || strings.Contains(err.Error(), "answer to  ") || !strings.Contains(err.Error(), "spawned") {
 		t.Errorf("a wrong first answer: %v; want an error that names spawned", err)
 	}
 	setVar(t, &supSpawnTimeout, 300*time.Millisecond)
-	err = attachHostile(t, func(t *testing.T, c *supConn) {})
+	err = attachHostile(t, func(t *testing.T, c *fakeSup) {})
 	if err == nil || strings.Contains(err.Error(), "answer  ") || !strings.Contains(err.Error(), "spawned within") {
 		t.Errorf("no first answer: %v; want an error that names spawned", err)
 	}
@@ -372,7 +315,7 @@ func TestWorkerLostBetweenBlocksNoRestart(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	s, _, c := attachFake(t, nil, nil)
 	// The worker dies while no block runs; the fake refuses a new one.
-	if err := c.send(supMsg{Op: "exited", Pid: fakePid, Status: 9}); err != nil {
+	if err := c.Send(supervisor.Msg{Op: "exited", Pid: fakePid, Status: 9}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Exec(t.Context(), transport.Block{Code: "print(1)"})

@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/wire"
 )
@@ -281,11 +284,12 @@ func TestAttachFiles(t *testing.T) {
 	// The host holds the supervisor's inotify descriptor, and so takes the
 	// shortcut when no event is queued, unless inotify is unavailable.
 	watching := inotifyWatches(t, cfg.Workdir)
-	tr := newTracker(t.TempDir(), 10)
-	if tr.in >= 0 && !watching {
-		t.Errorf("inotify works here, but the host holds no inotify descriptor watching the workspace")
+	if fd, err := unix.InotifyInit1(unix.IN_CLOEXEC); err == nil {
+		unix.Close(fd)
+		if !watching {
+			t.Errorf("inotify works here, but the host holds no inotify descriptor watching the workspace")
+		}
 	}
-	tr.close()
 	t.Logf("host watches the workspace with inotify: %v", watching)
 
 	r := runCode(t, s, "open('a.txt', 'w').write('hello')\nimport os\nos.makedirs('d/e')\nopen('d/e/b.bin', 'wb').write(bytes(range(256)) * 40)\n")
@@ -462,7 +466,7 @@ func (p proc) alive() bool {
 func pythonKids(t *testing.T, pid int) []int {
 	t.Helper()
 	var out []int
-	for _, k := range descendants(pid) {
+	for _, k := range supervisor.Descendants(pid) {
 		if p, ok := snapshot(k); ok && strings.HasPrefix(p.comm, "python") {
 			if state, _, _, _ := procStat(k); state != "Z" {
 				out = append(out, k)
@@ -486,7 +490,7 @@ func TestAttachCloseLeavesNoProcess(t *testing.T) {
 	}
 	procs := []proc{self}
 	var comms []string
-	for _, k := range descendants(sp.pid) {
+	for _, k := range supervisor.Descendants(sp.pid) {
 		if p, ok := snapshot(k); ok {
 			procs = append(procs, p)
 			comms = append(comms, p.comm)
@@ -533,10 +537,37 @@ func TestAttachCloseLeavesNoProcess(t *testing.T) {
 
 // --- a hostile supervisor ----------------------------------------------------
 
+// fakeSup is a fake supervisor's end of the socket: the connection, and
+// the socket itself, for bytes that no supervisor would send.
+type fakeSup struct {
+	*supervisor.Conn
+	raw *os.File
+}
+
+// Close closes both.
+func (c *fakeSup) Close() error {
+	c.raw.Close()
+	return c.Conn.Close()
+}
+
+// dupFile returns a file of its own for f's descriptor.
+func dupFile(f *os.File) (*os.File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || derr != nil {
+		return nil, errors.Join(err, derr)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
 // attachHostile attaches a session to a fake supervisor: behave gets the
 // supervisor's end of the socket and speaks for it. Attach must fail, and
 // the host must release every descriptor it got.
-func attachHostile(t *testing.T, behave func(t *testing.T, c *supConn)) error {
+func attachHostile(t *testing.T, behave func(t *testing.T, c *fakeSup)) error {
 	t.Helper()
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
@@ -544,20 +575,27 @@ func attachHostile(t *testing.T, behave func(t *testing.T, c *supConn)) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newSupConn(sandboxEnd, hostOps)
+	raw, err := dupFile(sandboxEnd)
 	if err != nil {
-		hostEnd.Close()
 		t.Fatal(err)
 	}
+	conn, err := supervisor.NewConn(sandboxEnd, supervisor.HostOps)
+	if err != nil {
+		hostEnd.Close()
+		raw.Close()
+		t.Fatal(err)
+	}
+	c := &fakeSup{conn, raw}
 	behaved := make(chan struct{})
 	go func() {
 		defer close(behaved)
-		defer c.close()
+		defer c.Close()
+		defer conn.DropFDs()
 		behave(t, c)
 		// Read until the host hangs up.
 		for {
-			m, fds, err := c.recv()
-			closeFDs(fds)
+			m, fds, err := c.Recv()
+			supervisor.CloseFDs(fds)
 			if err != nil {
 				return
 			}
@@ -581,7 +619,7 @@ func attachHostile(t *testing.T, behave func(t *testing.T, c *supConn)) error {
 	select {
 	case r = <-done:
 	case <-time.After(45 * time.Second): // under supSpawnTimeout: not a timeout
-		c.c.Close()
+		c.Close()
 		t.Fatal("Attach did not give up on the supervisor's answer")
 	}
 	if r.s != nil {
@@ -597,7 +635,7 @@ func attachHostile(t *testing.T, behave func(t *testing.T, c *supConn)) error {
 	case <-behaved:
 	case <-time.After(30 * time.Second):
 		t.Error("the host did not hang up on the fake supervisor")
-		c.c.Close()
+		c.Close()
 		<-behaved
 	}
 	return r.err
@@ -640,13 +678,13 @@ func TestAttachRejectsNonPipes(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := attachHostile(t, func(t *testing.T, c *supConn) {
+			err := attachHostile(t, func(t *testing.T, c *fakeSup) {
 				// The first worker's pipes come unasked.
 				rs, ws := pipes(t, 2)
 				files := []*os.File{ws[0], rs[1], ws[1], rs[0]}
 				bad := tc.open(t)
 				files[tc.bad] = bad
-				err := c.send(supMsg{Op: "spawned", Pid: 1}, files...)
+				err := c.Send(supervisor.Msg{Op: "spawned", Pid: 1}, files...)
 				bad.Close()
 				for i := range rs {
 					rs[i].Close()
@@ -667,33 +705,33 @@ func TestAttachRejectsNonPipes(t *testing.T) {
 func TestAttachRejectsBadAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		answer func(t *testing.T, c *supConn)
+		answer func(t *testing.T, c *fakeSup)
 		want   string
 	}{
-		{"garbage", func(t *testing.T, c *supConn) {
-			_, _ = c.c.Write([]byte("this is not a message\n"))
+		{"garbage", func(t *testing.T, c *fakeSup) {
+			_, _ = c.raw.Write([]byte("this is not a message\n"))
 		}, "protocol error"},
-		{"unknown field", func(t *testing.T, c *supConn) {
-			_, _ = c.c.Write([]byte(`{"op":"spawned","fds":0,"pid":1,"root":true}` + "\n"))
+		{"unknown field", func(t *testing.T, c *fakeSup) {
+			_, _ = c.raw.Write([]byte(`{"op":"spawned","fds":0,"pid":1,"root":true}` + "\n"))
 		}, "protocol error"},
-		{"spawned without descriptors", func(t *testing.T, c *supConn) {
-			_, _ = c.c.Write([]byte(`{"op":"spawned","fds":4,"pid":1}` + "\n"))
+		{"spawned without descriptors", func(t *testing.T, c *fakeSup) {
+			_, _ = c.raw.Write([]byte(`{"op":"spawned","fds":4,"pid":1}` + "\n"))
 		}, "protocol error"},
-		{"host operation", func(t *testing.T, c *supConn) {
-			_ = c.send(supMsg{Op: "spawn"})
+		{"host operation", func(t *testing.T, c *fakeSup) {
+			_ = c.Send(supervisor.Msg{Op: "spawn"})
 		}, "protocol error"},
-		{"wrong answer", func(t *testing.T, c *supConn) {
-			_ = c.send(supMsg{Op: "killed"})
+		{"wrong answer", func(t *testing.T, c *fakeSup) {
+			_ = c.Send(supervisor.Msg{Op: "killed"})
 		}, "killed in answer to"},
-		{"error", func(t *testing.T, c *supConn) {
-			_ = c.send(supMsg{Op: "error", Error: "fork: no more processes"})
+		{"error", func(t *testing.T, c *fakeSup) {
+			_ = c.Send(supervisor.Msg{Op: "error", Error: "fork: no more processes"})
 		}, "fork: no more processes"},
-		{"hang up", func(t *testing.T, c *supConn) {
-			c.c.Close()
+		{"hang up", func(t *testing.T, c *fakeSup) {
+			c.Close()
 		}, "lost the supervisor"},
-		{"a line without end", func(t *testing.T, c *supConn) {
-			_, _ = c.c.Write([]byte(`{"op":"spawned","fds":4,"pid":1}`))
-			c.c.Close()
+		{"a line without end", func(t *testing.T, c *fakeSup) {
+			_, _ = c.raw.Write([]byte(`{"op":"spawned","fds":4,"pid":1}`))
+			c.Close()
 		}, "lost the supervisor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -748,17 +786,17 @@ func TestAttachSupervisorNeverAnswers(t *testing.T) {
 // supervisor, passing descriptors on, and lets tamper change what the
 // supervisor sends: it returns the message and files to send instead (the
 // files it returns are closed after sending).
-func tamperRelay(t *testing.T, supEnd *os.File, tamper func(m supMsg, files []*os.File) (supMsg, []*os.File)) (hostEnd *os.File) {
+func tamperRelay(t *testing.T, supEnd *os.File, tamper func(m supervisor.Msg, files []*os.File) (supervisor.Msg, []*os.File)) (hostEnd *os.File) {
 	t.Helper()
 	hostEnd, relayEnd, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	toHost, err := newSupConn(relayEnd, hostOps)
+	toHost, err := supervisor.NewConn(relayEnd, supervisor.HostOps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toSup, err := newSupConn(supEnd, supOps)
+	toSup, err := supervisor.NewConn(supEnd, supervisor.SupervisorOps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -766,20 +804,20 @@ func tamperRelay(t *testing.T, supEnd *os.File, tamper func(m supMsg, files []*o
 	wg.Add(2)
 	go func() { // host → supervisor
 		defer wg.Done()
-		defer toSup.c.Close()
+		defer toSup.Close()
 		for {
-			m, fds, err := toHost.recv()
-			closeFDs(fds)
-			if err != nil || toSup.send(m) != nil {
+			m, fds, err := toHost.Recv()
+			supervisor.CloseFDs(fds)
+			if err != nil || toSup.Send(m) != nil {
 				return
 			}
 		}
 	}()
 	go func() { // supervisor → host
 		defer wg.Done()
-		defer toHost.c.Close()
+		defer toHost.Close()
 		for {
-			m, fds, err := toSup.recv()
+			m, fds, err := toSup.Recv()
 			if err != nil {
 				return
 			}
@@ -788,7 +826,7 @@ func tamperRelay(t *testing.T, supEnd *os.File, tamper func(m supMsg, files []*o
 				files = append(files, os.NewFile(uintptr(fd), "relayed"))
 			}
 			m, files = tamper(m, files)
-			err = toHost.send(m, files...)
+			err = toHost.Send(m, files...)
 			for _, f := range files {
 				f.Close()
 			}
@@ -798,17 +836,17 @@ func tamperRelay(t *testing.T, supEnd *os.File, tamper func(m supMsg, files []*o
 		}
 	}()
 	t.Cleanup(func() {
-		toHost.c.Close()
-		toSup.c.Close()
+		toHost.Close()
+		toSup.Close()
 		wg.Wait()
-		toHost.close()
-		toSup.close()
+		shut(toHost)
+		shut(toSup)
 	})
 	return hostEnd
 }
 
 // attachTampered runs a real supervisor behind a tamperRelay.
-func attachTampered(t *testing.T, cfg Config, tamper func(m supMsg, files []*os.File) (supMsg, []*os.File)) (*wire.Client, *supervisorProc) {
+func attachTampered(t *testing.T, cfg Config, tamper func(m supervisor.Msg, files []*os.File) (supervisor.Msg, []*os.File)) (*wire.Client, *supervisorProc) {
 	t.Helper()
 	needPython(t)
 	supEnd, sp := startSupervisor(t, cfg)
@@ -827,7 +865,7 @@ func attachTampered(t *testing.T, cfg Config, tamper func(m supMsg, files []*os.
 // it asked for, whatever the supervisor says.
 func TestAttachRefusesOversizedFile(t *testing.T) {
 	cfg := Config{Python: testPython, Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, MaxFileBytes: 100}
-	s, _ := attachTampered(t, cfg, func(m supMsg, files []*os.File) (supMsg, []*os.File) {
+	s, _ := attachTampered(t, cfg, func(m supervisor.Msg, files []*os.File) (supervisor.Msg, []*os.File) {
 		if m.Op == "file" && m.Path == "big.txt" {
 			m.Error, m.Data = "", bytes.Repeat([]byte("z"), 101)
 		}
@@ -854,7 +892,7 @@ func TestAttachRefusesOversizedFile(t *testing.T) {
 func TestAttachLaterSpawnNotAPipe(t *testing.T) {
 	cfg := Config{Python: testPython, Workdir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
 	var spawned int
-	s, sp := attachTampered(t, cfg, func(m supMsg, files []*os.File) (supMsg, []*os.File) {
+	s, sp := attachTampered(t, cfg, func(m supervisor.Msg, files []*os.File) (supervisor.Msg, []*os.File) {
 		if m.Op == "spawned" {
 			if spawned++; spawned == 2 {
 				f, err := os.CreateTemp(t.TempDir(), "notapipe")
@@ -870,7 +908,7 @@ func TestAttachLaterSpawnNotAPipe(t *testing.T) {
 	})
 	runCode(t, s, "x = 1")
 	var procs []proc
-	for _, k := range append(descendants(sp.pid), sp.pid) {
+	for _, k := range append(supervisor.Descendants(sp.pid), sp.pid) {
 		if p, ok := snapshot(k); ok {
 			procs = append(procs, p)
 		}

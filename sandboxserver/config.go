@@ -1,15 +1,15 @@
 package sandboxserver
 
 import (
-	"encoding/json"
-	"errors"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/supervisor"
 )
 
 // SupervisorStage is the argv[0] under which a program that imports this
-// package runs the supervisor ([supervise]) instead of its own main: argv[1]
-// is the JSON encoding of a [Config] and fd 3 the host's socket.
-const SupervisorStage = "codemode-supervisor"
+// package runs the supervisor instead of its own main: argv[1] is the JSON
+// encoding of a [Config] and fd 3 the host's socket.
+const SupervisorStage = supervisor.Stage
 
 // Config configures [Serve].
 type Config struct {
@@ -58,36 +58,29 @@ type Config struct {
 	StartTimeout time.Duration `json:"start_timeout,omitempty"`
 }
 
+// The supervisor decodes its own copy of Config (package
+// internal/supervisor, which the jail's init stage imports without this
+// package's dependencies). The conversions between the two fail to compile
+// if their fields differ; TestConfigMatchesSupervisor holds their JSON
+// names together.
+
+// sup is c as the supervisor takes it.
+func (c *Config) sup() *supervisor.Config {
+	s := supervisor.Config(*c)
+	return &s
+}
+
 func (c *Config) setDefaults() error {
-	if c.Python == "" || c.Workdir == "" {
-		return errors.New("sandboxserver: Config.Python and Config.Workdir are required")
-	}
-	if c.MaxOutputBytes <= 0 || c.MaxOutputBytes > maxOutputBytes {
-		c.MaxOutputBytes = maxOutputBytes
-	}
-	if c.MaxFileBytes <= 0 {
-		c.MaxFileBytes = 32 << 20
-	}
-	if c.MaxFiles <= 0 {
-		c.MaxFiles = 100_000
-	}
-	if c.StartTimeout <= 0 {
-		c.StartTimeout = 30 * time.Second
-	}
-	return nil
+	s := c.sup()
+	err := s.SetDefaults()
+	*c = Config(*s)
+	return err
 }
 
 // maxOutputBytes is the default and largest bound on what is kept of each
-// output stream per block: even escaped as JSON, the output of both streams
-// then fits in one frame.
-const maxOutputBytes = 4 << 20
+// output stream per block.
+const maxOutputBytes = supervisor.MaxOutputBytes
 
 // supervisorArgs returns the argv that starts the supervisor with cfg in a
 // re-executed binary: argv[0] is [SupervisorStage].
-func supervisorArgs(cfg Config) ([]string, error) {
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return []string{SupervisorStage, string(b)}, nil
-}
+func supervisorArgs(cfg Config) ([]string, error) { return supervisor.Args(*cfg.sup()) }

@@ -17,9 +17,9 @@
 // # The worker
 //
 // The server starts the interpreter once per session with the embedded
-// runner (runner/runner.py: nothing is installed in the sandbox; a backend
-// that ran [ProbeInterpreter], as [Launch] does, passes it compiled, which starts the worker
-// sooner) and keeps it for the whole session, so variables, imports and
+// runner ([RunnerSource]: nothing is installed in the sandbox; a backend
+// that ran [ProbeInterpreter], as [Launch] does, passes it compiled, which
+// starts the worker sooner) and keeps it for the whole session, so variables, imports and
 // files carry from one block to the next. Each block runs in one __main__-like
 // namespace, compiled with the file name "<code-mode>"; a SyntaxError or an
 // exception prints a traceback of the user's code only and exits 1;
@@ -67,16 +67,24 @@
 // A sandbox on another machine runs [Serve]: cmd/codemode-sandbox serves
 // it on standard input and output for containers.
 //
-// A sandbox on the same machine runs [supervise] instead, and the host runs
-// the server with [attach]. Backends start the supervisor by re-executing
-// their own binary under the argv[0] [SupervisorStage] (see
-// [supervisorArgs]; this package's init function takes over in that
-// process); the jail runs it in its init process with [RunSupervisor]. The supervisor starts, signals and kills the worker, reaps
-// and tracks what runs in the sandbox, and passes the worker's pipes to
-// the host over a Unix socket, so that blocks and tool calls travel
+// A sandbox on the same machine runs the supervisor instead, and the host
+// runs the server with [attach]. Backends start the supervisor by
+// re-executing their own binary under the argv[0] [SupervisorStage] (see
+// [supervisorArgs]); the jail runs it in its init process with
+// [RunSupervisor]. The supervisor starts, signals and kills the worker,
+// reaps and tracks what runs in the sandbox, and passes the worker's pipes
+// to the host over a Unix socket, so that blocks and tool calls travel
 // between the host and the worker with no process in between; tool calls
 // then run on the goroutine that read them. The two talk in JSON lines,
 // decoded as strictly as frames.
+//
+// The supervisor, the worker's launcher and the workspace tracker live in
+// package internal/supervisor, whose init function is the hook that takes
+// over a re-executed program under [SupervisorStage]. It imports none of
+// this package's heavier dependencies (net, log/slog, path/filepath, ...),
+// so Go initializes it, and reaches the hook, before most of a large
+// program's packages: their initializers do not run at each start of a
+// sandbox.
 //
 // The package runs on Linux; elsewhere its functions return an error that
 // says so.

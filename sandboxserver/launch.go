@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/internal/tailbuf"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/wire"
@@ -57,7 +58,7 @@ func ServeLaunched(ctx context.Context, conn *wire.Conn, starter Starter, cfg Co
 		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
 		return err
 	}
-	c, err := newSupConn(l.host, supOps)
+	c, err := supervisor.NewConn(l.host, supervisor.SupervisorOps)
 	if err != nil {
 		return errors.Join(l.explain(err), l.stop())
 	}

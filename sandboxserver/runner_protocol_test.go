@@ -13,7 +13,7 @@ import (
 // it reads or writes.
 func TestRunnerProtocolMatchesWire(t *testing.T) {
 	consts := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^(PROTOCOL_VERSION|KIND_[A-Z_]+) = (.+)$`).FindAllStringSubmatch(runnerSource, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^(PROTOCOL_VERSION|KIND_[A-Z_]+) = (.+)$`).FindAllStringSubmatch(RunnerSource(), -1) {
 		consts[m[1]] = m[2]
 	}
 	if got, want := consts["PROTOCOL_VERSION"], strconv.Itoa(wire.ProtocolVersion); got != want {
@@ -38,7 +38,7 @@ func TestRunnerProtocolMatchesWire(t *testing.T) {
 		}
 	}
 	// Every frame the runner builds names its kind by constant.
-	for _, m := range regexp.MustCompile(`"kind": "([a-z_]+)"`).FindAllStringSubmatch(runnerSource, -1) {
+	for _, m := range regexp.MustCompile(`"kind": "([a-z_]+)"`).FindAllStringSubmatch(RunnerSource(), -1) {
 		for _, kind := range want {
 			if m[1] == kind {
 				t.Errorf(`runner.py builds a frame with the literal kind %q: use its KIND_ constant`, m[1])

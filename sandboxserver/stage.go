@@ -5,19 +5,21 @@ package sandboxserver
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/internal/supervisor"
 )
 
-// controlFD is the socket to the host in a re-executed supervisor.
-const controlFD = 3
-
-func init() {
-	if len(os.Args) > 0 && filepath.Base(os.Args[0]) == SupervisorStage {
-		os.Exit(RunSupervisor(os.Args))
-	}
-}
+// RunSupervisor runs the supervisor as the current process would when
+// started under [SupervisorStage]. It returns the exit code. Jails that run
+// the supervisor in their own init process call it.
+//
+// The hook that recognises [SupervisorStage] in a re-executed program is
+// the init function of the package that holds the supervisor, which every
+// program importing this package links; it runs before this package's own
+// initialization and that of most other packages.
+func RunSupervisor(argv []string) int { return supervisor.Run(argv) }
 
 // socketPair returns the two ends of a stream socket for the host
 // connection: host for the host, sandbox to pass to the supervisor as fd 3.

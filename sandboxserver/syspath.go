@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,7 +70,7 @@ func ProbeInterpreter(ctx context.Context, python string) (*Probe, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-I", "-B", "-c", probeScript)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
-	cmd.Stdin = bytes.NewReader([]byte(runnerSource))
+	cmd.Stdin = strings.NewReader(RunnerSource())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

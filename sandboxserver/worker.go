@@ -3,13 +3,9 @@
 package sandboxserver
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/wire"
 )
@@ -142,171 +139,55 @@ func (s *server) startWorker() (*worker, error) {
 	return nil, errors.New(msg)
 }
 
-// localProcs runs the worker as a child of this process, which becomes a
-// child subreaper so that it also reaps (and kills) what the worker
-// leaves behind. It assumes it owns every child of the process.
+// localProcs runs the worker as a child of this process (see
+// [supervisor.Procs]): the processes of [Serve].
 type localProcs struct {
-	cfg     *Config
-	reaper  reaper
-	stop    chan struct{}
-	tracker *tracker
+	p *supervisor.Procs
 }
 
-func newLocalProcs(cfg *Config) *localProcs {
-	p := &localProcs{cfg: cfg, stop: make(chan struct{})}
-	p.reaper.watch = make(map[int]*worker)
-	becomeSubreaper()
-	go p.reaper.run(p.stop)
-	p.tracker = newTracker(cfg.Workdir, cfg.MaxFiles)
-	return p
-}
+func newLocalProcs(cfg *Config) *localProcs { return &localProcs{supervisor.NewProcs(cfg.sup())} }
 
-func (p *localProcs) files() fileTracker { return p.tracker }
+func (p *localProcs) files() fileTracker { return localFiles{p.p.Files()} }
 
-func (p *localProcs) close() {
-	close(p.stop)
-	p.tracker.close()
-}
+func (p *localProcs) close() { p.p.Close() }
 
-func (p *localProcs) interrupt(w *worker) { _ = syscall.Kill(w.pid, syscall.SIGUSR1) }
+func (p *localProcs) interrupt(w *worker) { p.p.Interrupt(w.pid) }
 
-func (p *localProcs) killAll(w *worker) { killTree(os.Getpid()) }
+func (p *localProcs) killAll(w *worker) { p.p.KillAll() }
 
-// spawn starts the Python runner with the pipes of the worker protocol.
 func (p *localProcs) spawn() (*worker, workerPipes, error) {
-	cfg := p.cfg
-	devnull, err := os.Open(os.DevNull)
+	w := &worker{exited: make(chan struct{})}
+	pid, pp, err := p.p.Spawn(func(st syscall.WaitStatus) {
+		w.status = st
+		close(w.exited)
+	})
 	if err != nil {
 		return nil, workerPipes{}, err
 	}
-	defer devnull.Close()
-	pipes := make([]*os.File, 0, 10)
-	closeAll := func() {
-		for _, f := range pipes {
-			f.Close()
-		}
-	}
-	pipe := func() (*os.File, *os.File) {
-		if err != nil {
-			return nil, nil
-		}
-		var r, w *os.File
-		r, w, err = os.Pipe()
-		pipes = append(pipes, r, w)
-		return r, w
-	}
-	outR, outW := pipe()
-	errR, errW := pipe()
-	inR, inW := pipe()   // host → runner
-	ctlR, ctlW := pipe() // runner → host
-	var codeR, codeW *os.File
-	if len(cfg.RunnerCode) > 0 {
-		codeR, codeW = pipe() // the runner's code, read once at start
-	}
-	if err != nil {
-		closeAll()
-		return nil, workerPipes{}, fmt.Errorf("sandboxserver: pipes: %w", err)
-	}
-	env := append([]string(nil), cfg.Env...)
-	env = append(env, "CODEMODE_WORKDIR="+cfg.Workdir)
-	if cfg.FilesDir != "" {
-		env = append(env, "CODEMODE_FILES_DIR="+cfg.FilesDir)
-	}
-	argv := []string{cfg.Python, "-I", "-B", "-c", runnerSource}
-	if len(cfg.SysPath) > 0 {
-		// The site module's work was done once, by SysPath's probe: skip
-		// it, which saves a good part of the interpreter's start-up.
-		b, err := json.Marshal(cfg.SysPath)
-		if err != nil {
-			closeAll()
-			return nil, workerPipes{}, err
-		}
-		env = append(env, "CODEMODE_SYS_PATH="+string(b))
-		argv = []string{cfg.Python, "-I", "-B", "-S", "-c", runnerSource}
-	}
-	files := []*os.File{devnull, outW, errW, inR, ctlW}
-	if codeR != nil {
-		argv[len(argv)-1] = bootSource
-		files = append(files, codeR)
-	}
-	p.reaper.mu.Lock() // the reaper must not miss the exit of a fresh pid
-	proc, err := os.StartProcess(cfg.Python, argv, &os.ProcAttr{
-		Dir:   cfg.Workdir,
-		Env:   env,
-		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	})
-	if err != nil {
-		p.reaper.mu.Unlock()
-		closeAll()
-		return nil, workerPipes{}, fmt.Errorf("sandboxserver: start %s: %w", cfg.Python, err)
-	}
-	// Limits go on before the worker can read a block: it reads none
-	// until the host sends one, after ready.
-	for _, l := range []struct {
-		res  int
-		v    int64
-		what string
-	}{
-		{unix.RLIMIT_AS, cfg.WorkerAddressSpace, "address space"},
-		{unix.RLIMIT_NPROC, cfg.WorkerProcesses, "processes"},
-	} {
-		if l.v <= 0 {
-			continue
-		}
-		lim := unix.Rlimit{Cur: uint64(l.v), Max: uint64(l.v)}
-		if err := unix.Prlimit(proc.Pid, l.res, &lim, nil); err != nil {
-			_ = proc.Kill()
-			p.reaper.mu.Unlock()
-			closeAll()
-			return nil, workerPipes{}, fmt.Errorf("sandboxserver: limit the worker's %s: %w", l.what, err)
-		}
-	}
-	w := &worker{pid: proc.Pid, exited: make(chan struct{})}
-	p.reaper.watch[proc.Pid] = w
-	p.reaper.mu.Unlock()
-	_ = proc.Release()
-	outW.Close()
-	errW.Close()
-	inR.Close()
-	ctlW.Close()
-	if codeR != nil {
-		codeR.Close()
-		go writeRunner(codeW, cfg.RunnerVersion, cfg.RunnerCode)
-	}
-	return w, workerPipes{in: inW, ctl: ctlR, stdout: outR, stderr: errR}, nil
+	w.pid = pid
+	return w, workerPipes{in: pp.In, ctl: pp.Ctl, stdout: pp.Stdout, stderr: pp.Stderr}, nil
 }
 
-// bootSource starts a worker from the compiled runner on fd 5, laid out
-// as writeRunner writes it. If the interpreter is not the one that
-// compiled it, it compiles the runner's source instead.
-const bootSource = `import marshal, os, sys
-def _boot():
-    parts = []
-    while True:
-        b = os.read(5, 1 << 20)
-        if not b:
-            break
-        parts.append(b)
-    os.close(5)
-    head, _, data = b"".join(parts).partition(b"\n")
-    vn, cn = map(int, head.split())
-    if data[:vn].decode() == sys.version:
-        return marshal.loads(data[vn:vn + cn])
-    return compile(data[vn + cn:], "<string>", "exec")
-exec(_boot())
-`
+// localFiles is the workspace tracker of localProcs.
+type localFiles struct{ t *supervisor.Tracker }
 
-// writeRunner writes the header line "<version length> <code length>",
-// the version, the compiled runner and its source to w, then closes it.
-func writeRunner(w *os.File, version string, code []byte) {
-	defer w.Close()
-	head := fmt.Sprintf("%d %d\n", len(version), len(code))
-	for _, p := range [][]byte{[]byte(head), []byte(version), code, []byte(runnerSource)} {
-		if _, err := w.Write(p); err != nil {
-			return // the worker died; its start fails and says so
-		}
+func (f localFiles) baseline() { f.t.Baseline() }
+
+func (f localFiles) changed() []wire.FileInfo { return wireFiles(f.t.Changed()) }
+
+func (f localFiles) read(rel string, max int64) ([]byte, error) { return f.t.Read(rel, max) }
+
+// wireFiles converts the supervisor's file list to frames' (the same
+// struct: the supervisor does not import package wire).
+func wireFiles(in []supervisor.FileInfo) []wire.FileInfo {
+	if in == nil {
+		return nil
 	}
+	out := make([]wire.FileInfo, len(in))
+	for i, f := range in {
+		out[i] = wire.FileInfo(f)
+	}
+	return out
 }
 
 // maxQueued bounds the bytes queued for a worker that does not read them
@@ -471,105 +352,6 @@ func (s *server) killWorker(w *worker) {
 }
 
 func (s *server) interruptWorker(w *worker) { s.procs.interrupt(w) }
-
-// reaper collects every child that exits, including orphans that the
-// kernel hands to this process because it is a child subreaper.
-type reaper struct {
-	mu    sync.Mutex
-	watch map[int]*worker
-}
-
-func (r *reaper) run(stop <-chan struct{}) {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGCHLD)
-	defer signal.Stop(sig)
-	tick := time.NewTicker(time.Second) // in case a SIGCHLD is coalesced away
-	defer tick.Stop()
-	for {
-		r.reap()
-		select {
-		case <-sig:
-		case <-tick.C:
-		case <-stop:
-			return
-		}
-	}
-}
-
-func (r *reaper) reap() {
-	for {
-		r.mu.Lock()
-		var st syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &st, syscall.WNOHANG, nil)
-		if pid > 0 {
-			if w, ok := r.watch[pid]; ok {
-				delete(r.watch, pid)
-				w.status = st
-				close(w.exited)
-			}
-		}
-		r.mu.Unlock()
-		if pid <= 0 || err != nil {
-			return
-		}
-	}
-}
-
-// killTree SIGKILLs every descendant of pid, repeating until none is left
-// (a process may fork while we look).
-func killTree(pid int) {
-	for round := 0; round < 50; round++ {
-		kids := descendants(pid)
-		if len(kids) == 0 {
-			return
-		}
-		for _, k := range kids {
-			_ = syscall.Kill(k, syscall.SIGKILL)
-		}
-		time.Sleep(time.Duration(round+1) * time.Millisecond)
-	}
-}
-
-// descendants lists the live descendants of pid from /proc. Zombies are
-// left out: they are already dead and wait for the reaper.
-func descendants(pid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	parent := make(map[int]int, len(ents))
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may contain spaces and parens.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+1:]))
-		if len(fields) < 2 || fields[0] == "Z" || fields[0] == "X" {
-			continue
-		}
-		pp, _ := strconv.Atoi(fields[1])
-		parent[p] = pp
-	}
-	var out []int
-	for p := range parent {
-		for q, hops := parent[p], 0; q != 0 && hops < 4096; q, hops = parent[q], hops+1 {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
-}
 
 func describeStatus(st syscall.WaitStatus) string {
 	switch {

@@ -48,6 +48,7 @@ var layers = map[string]int{
 	"transport/wsproto":           7,
 	"transport/wire":              8,
 	"transport":                   9,
+	"internal/supervisor":         9,
 	"internal/clip":               10,
 	"internal/tailbuf":            10,
 	"internal/layering":           10,

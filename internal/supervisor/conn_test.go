@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandboxserver
+package supervisor
 
 import (
 	"bytes"
@@ -18,45 +18,43 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/sys/unix"
-
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
-type supDecodeCase struct {
+type decodeCase struct {
 	name string
 	ops  string // "host" or "sup": the op set the line is decoded with
 	line string
-	want *supMsg // nil: the line must be rejected
+	want *Msg // nil: the line must be rejected
 }
 
 func opSet(name string) map[string]int {
 	if name == "host" {
-		return hostOps
+		return HostOps
 	}
-	return supOps
+	return SupervisorOps
 }
 
-var supDecodeCases = []supDecodeCase{
+var decodeCases = []decodeCase{
 	// What the host sends.
-	{"spawn", "host", `{"op":"spawn"}`, &supMsg{Op: "spawn"}},
-	{"interrupt", "host", `{"op":"interrupt","pid":42}`, &supMsg{Op: "interrupt", Pid: 42}},
-	{"kill", "host", `{"op":"kill"}`, &supMsg{Op: "kill"}},
-	{"baseline", "host", `{"op":"baseline"}`, &supMsg{Op: "baseline"}},
-	{"changed", "host", `{"op":"changed"}`, &supMsg{Op: "changed"}},
-	{"read", "host", `{"op":"read","path":"a/b.txt","max":1024}`, &supMsg{Op: "read", Path: "a/b.txt", Max: 1024}},
-	{"kill with fds 0", "host", `{"op":"kill","fds":0}`, &supMsg{Op: "kill"}},
-	{"trailing white space", "host", "{\"op\":\"kill\"} \t\r", &supMsg{Op: "kill"}},
+	{"spawn", "host", `{"op":"spawn"}`, &Msg{Op: "spawn"}},
+	{"interrupt", "host", `{"op":"interrupt","pid":42}`, &Msg{Op: "interrupt", Pid: 42}},
+	{"kill", "host", `{"op":"kill"}`, &Msg{Op: "kill"}},
+	{"baseline", "host", `{"op":"baseline"}`, &Msg{Op: "baseline"}},
+	{"changed", "host", `{"op":"changed"}`, &Msg{Op: "changed"}},
+	{"read", "host", `{"op":"read","path":"a/b.txt","max":1024}`, &Msg{Op: "read", Path: "a/b.txt", Max: 1024}},
+	{"kill with fds 0", "host", `{"op":"kill","fds":0}`, &Msg{Op: "kill"}},
+	{"trailing white space", "host", "{\"op\":\"kill\"} \t\r", &Msg{Op: "kill"}},
 	// What the supervisor sends.
-	{"spawned", "sup", `{"op":"spawned","fds":4,"pid":7}`, &supMsg{Op: "spawned", FDs: 4, Pid: 7}},
-	{"exited", "sup", `{"op":"exited","pid":7,"status":768}`, &supMsg{Op: "exited", Pid: 7, Status: 768}},
-	{"killed", "sup", `{"op":"killed"}`, &supMsg{Op: "killed"}},
-	{"files with inotify", "sup", `{"op":"files","fds":1,"watching":true}`, &supMsg{Op: "files", FDs: 1, Watching: true}},
+	{"spawned", "sup", `{"op":"spawned","fds":4,"pid":7}`, &Msg{Op: "spawned", FDs: 4, Pid: 7}},
+	{"exited", "sup", `{"op":"exited","pid":7,"status":768}`, &Msg{Op: "exited", Pid: 7, Status: 768}},
+	{"killed", "sup", `{"op":"killed"}`, &Msg{Op: "killed"}},
+	{"files with inotify", "sup", `{"op":"files","fds":1,"watching":true}`, &Msg{Op: "files", FDs: 1, Watching: true}},
 	{"files listed", "sup", `{"op":"files","files":[{"path":"a.txt","size":3},{"path":"d/e","size":0}],"watching":true}`,
-		&supMsg{Op: "files", Files: []wire.FileInfo{{Path: "a.txt", Size: 3}, {Path: "d/e", Size: 0}}, Watching: true}},
-	{"files none", "sup", `{"op":"files"}`, &supMsg{Op: "files"}},
-	{"file", "sup", `{"op":"file","path":"a.txt","data":"aGVsbG8="}`, &supMsg{Op: "file", Path: "a.txt", Data: []byte("hello")}},
-	{"file error", "sup", `{"op":"file","path":"a.txt","error":"no such file"}`, &supMsg{Op: "file", Path: "a.txt", Error: "no such file"}},
-	{"error", "sup", `{"op":"error","error":"fork: resource temporarily unavailable"}`, &supMsg{Op: "error", Error: "fork: resource temporarily unavailable"}},
+		&Msg{Op: "files", Files: []FileInfo{{Path: "a.txt", Size: 3}, {Path: "d/e", Size: 0}}, Watching: true}},
+	{"files none", "sup", `{"op":"files"}`, &Msg{Op: "files"}},
+	{"file", "sup", `{"op":"file","path":"a.txt","data":"aGVsbG8="}`, &Msg{Op: "file", Path: "a.txt", Data: []byte("hello")}},
+	{"file error", "sup", `{"op":"file","path":"a.txt","error":"no such file"}`, &Msg{Op: "file", Path: "a.txt", Error: "no such file"}},
+	{"error", "sup", `{"op":"error","error":"fork: resource temporarily unavailable"}`, &Msg{Op: "error", Error: "fork: resource temporarily unavailable"}},
 
 	// Unknown operations, and each side's operations sent by the other.
 	{"unknown op", "host", `{"op":"format-disk"}`, nil},
@@ -108,32 +106,32 @@ var supDecodeCases = []supDecodeCase{
 	{"data not base64", "sup", `{"op":"file","path":"a","data":"!!!"}`, nil},
 }
 
-func TestDecodeSupMsg(t *testing.T) {
-	for _, tc := range supDecodeCases {
+func TestDecodeMsg(t *testing.T) {
+	for _, tc := range decodeCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := decodeSupMsg([]byte(tc.line), opSet(tc.ops))
+			got, err := decodeMsg([]byte(tc.line), opSet(tc.ops))
 			if tc.want == nil {
 				if err == nil {
-					t.Fatalf("decodeSupMsg(%q) = %+v, want an error", tc.line, got)
+					t.Fatalf("decodeMsg(%q) = %+v, want an error", tc.line, got)
 				}
-				if !errors.Is(err, errSupProtocol) {
-					t.Errorf("decodeSupMsg(%q): error %v does not wrap errSupProtocol", tc.line, err)
+				if !errors.Is(err, ErrProtocol) {
+					t.Errorf("decodeMsg(%q): error %v does not wrap ErrProtocol", tc.line, err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("decodeSupMsg(%q): %v", tc.line, err)
+				t.Fatalf("decodeMsg(%q): %v", tc.line, err)
 			}
 			if diff := cmp.Diff(*tc.want, got); diff != "" {
-				t.Errorf("decodeSupMsg(%q) (-want +got):\n%s", tc.line, diff)
+				t.Errorf("decodeMsg(%q) (-want +got):\n%s", tc.line, diff)
 			}
 		})
 	}
 	// Every operation of both sets is covered by a valid case.
-	for name, ops := range map[string]map[string]int{"host": hostOps, "sup": supOps} {
+	for name, ops := range map[string]map[string]int{"host": HostOps, "sup": SupervisorOps} {
 		for op := range ops {
 			found := false
-			for _, tc := range supDecodeCases {
+			for _, tc := range decodeCases {
 				if tc.ops == name && tc.want != nil && tc.want.Op == op {
 					found = true
 				}
@@ -145,19 +143,19 @@ func TestDecodeSupMsg(t *testing.T) {
 	}
 }
 
-func FuzzDecodeSupMsg(f *testing.F) {
-	for _, tc := range supDecodeCases {
+func FuzzDecodeMsg(f *testing.F) {
+	for _, tc := range decodeCases {
 		f.Add([]byte(tc.line), tc.ops == "host")
 	}
 	f.Fuzz(func(t *testing.T, line []byte, host bool) {
-		ops := supOps
+		ops := SupervisorOps
 		if host {
-			ops = hostOps
+			ops = HostOps
 		}
-		m, err := decodeSupMsg(line, ops)
+		m, err := decodeMsg(line, ops)
 		if err != nil {
-			if !errors.Is(err, errSupProtocol) {
-				t.Fatalf("error %v does not wrap errSupProtocol", err)
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("error %v does not wrap ErrProtocol", err)
 			}
 			return
 		}
@@ -183,7 +181,7 @@ func FuzzDecodeSupMsg(f *testing.F) {
 		if bytes.IndexByte(again, '\n') >= 0 {
 			t.Fatalf("the marshalled message has a newline: %q", again)
 		}
-		m2, err := decodeSupMsg(again, ops)
+		m2, err := decodeMsg(again, ops)
 		if err != nil {
 			t.Fatalf("the re-marshalled %q fails to decode: %v", again, err)
 		}
@@ -213,6 +211,23 @@ func openFDs(t testing.TB) fdSet {
 		}
 	}
 	return out
+}
+
+// socketPair returns the two ends of a non-blocking stream socket, as the
+// host makes them for a supervisor.
+func socketPair() (a, b *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "sandbox"), nil
+}
+
+// shut closes c and every descriptor it received that no message
+// claimed, as its receiving goroutine does.
+func shut(c *Conn) {
+	c.DropFDs()
+	_ = c.Close()
 }
 
 // fdBaseline returns the open descriptors after making sure that the
@@ -264,18 +279,18 @@ func checkFDs(t testing.TB, base fdSet) {
 
 // supPair returns two supConns on a fresh socket pair: a sends what b's
 // ops allow and b what a's allow.
-func supPair(t testing.TB, aOps, bOps map[string]int) (a, b *supConn) {
+func supPair(t testing.TB, aOps, bOps map[string]int) (a, b *Conn) {
 	t.Helper()
 	fa, fb, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err = newSupConn(fa, aOps); err != nil {
+	if a, err = NewConn(fa, aOps); err != nil {
 		fb.Close()
 		t.Fatal(err)
 	}
-	if b, err = newSupConn(fb, bOps); err != nil {
-		a.close()
+	if b, err = NewConn(fb, bOps); err != nil {
+		shut(a)
 		t.Fatal(err)
 	}
 	return a, b
@@ -283,13 +298,13 @@ func supPair(t testing.TB, aOps, bOps map[string]int) (a, b *supConn) {
 
 // rawPair returns a supConn and the raw socket of its peer, on which a
 // test writes bytes and descriptors as a hostile peer would.
-func rawPair(t testing.TB, ops map[string]int) (*supConn, *net.UnixConn) {
+func rawPair(t testing.TB, ops map[string]int) (*Conn, *net.UnixConn) {
 	t.Helper()
 	fa, fb, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newSupConn(fa, ops)
+	c, err := NewConn(fa, ops)
 	if err != nil {
 		fb.Close()
 		t.Fatal(err)
@@ -297,7 +312,7 @@ func rawPair(t testing.TB, ops map[string]int) (*supConn, *net.UnixConn) {
 	fc, err := net.FileConn(fb)
 	fb.Close()
 	if err != nil {
-		c.close()
+		shut(c)
 		t.Fatal(err)
 	}
 	return c, fc.(*net.UnixConn)
@@ -344,15 +359,15 @@ func isFIFO(fd int) bool {
 	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
 }
 
-// TestSupConnPassesDescriptors sends a spawned message with the write ends
+// TestConnPassesDescriptors sends a spawned message with the write ends
 // of four pipes: exactly four descriptors arrive, each usable as the write
 // end of its own pipe, in order.
-func TestSupConnPassesDescriptors(t *testing.T) {
+func TestConnPassesDescriptors(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, sup := supPair(t, supOps, hostOps)
-	defer host.close()
-	defer sup.close()
+	host, sup := supPair(t, SupervisorOps, HostOps)
+	defer shut(host)
+	defer shut(sup)
 	rs, ws := pipes(t, 4)
 	defer func() {
 		for i := range rs {
@@ -361,14 +376,14 @@ func TestSupConnPassesDescriptors(t *testing.T) {
 		}
 	}()
 
-	if err := sup.send(supMsg{Op: "spawned", Pid: 99}, ws...); err != nil {
+	if err := sup.Send(Msg{Op: "spawned", Pid: 99}, ws...); err != nil {
 		t.Fatal(err)
 	}
-	m, fds, err := host.recv()
+	m, fds, err := host.Recv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeFDs(fds)
+	defer CloseFDs(fds)
 	if m.Op != "spawned" || m.Pid != 99 || m.FDs != 4 {
 		t.Errorf("got %+v", m)
 	}
@@ -396,7 +411,7 @@ func TestSupConnPassesDescriptors(t *testing.T) {
 	}
 	// The sender closed its duplicates: with the received ones closed,
 	// the pipes' last write ends are ws.
-	closeFDs(fds)
+	CloseFDs(fds)
 	for i := range ws {
 		ws[i].Close()
 		buf := make([]byte, 1)
@@ -406,61 +421,61 @@ func TestSupConnPassesDescriptors(t *testing.T) {
 	}
 }
 
-// TestSupConnDescriptorsFollowTheirMessage sends a message without
+// TestConnDescriptorsFollowTheirMessage sends a message without
 // descriptors and then one with, before the receiver reads: the kernel may
 // hand both over in one read, and the descriptor must still go to the
 // message that announced it.
-func TestSupConnDescriptorsFollowTheirMessage(t *testing.T) {
+func TestConnDescriptorsFollowTheirMessage(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, sup := supPair(t, supOps, hostOps)
-	defer host.close()
-	defer sup.close()
+	host, sup := supPair(t, SupervisorOps, HostOps)
+	defer shut(host)
+	defer shut(sup)
 	rs, ws := pipes(t, 1)
 	defer func() { rs[0].Close(); ws[0].Close() }()
 
-	if err := sup.send(supMsg{Op: "exited", Pid: 5, Status: 256}); err != nil {
+	if err := sup.Send(Msg{Op: "exited", Pid: 5, Status: 256}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sup.send(supMsg{Op: "files", Watching: true}, ws[0]); err != nil {
+	if err := sup.Send(Msg{Op: "files", Watching: true}, ws[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := sup.send(supMsg{Op: "killed"}); err != nil {
+	if err := sup.Send(Msg{Op: "killed"}); err != nil {
 		t.Fatal(err)
 	}
-	m, fds, err := host.recv()
+	m, fds, err := host.Recv()
 	if err != nil || m.Op != "exited" || m.Pid != 5 || m.Status != 256 || len(fds) != 0 {
-		closeFDs(fds)
+		CloseFDs(fds)
 		t.Fatalf("first: %+v, %v, %v", m, fds, err)
 	}
-	m, fds, err = host.recv()
+	m, fds, err = host.Recv()
 	if err != nil || m.Op != "files" || !m.Watching || len(fds) != 1 {
-		closeFDs(fds)
+		CloseFDs(fds)
 		t.Fatalf("second: %+v, %v, %v", m, fds, err)
 	}
 	if _, err := unix.Write(fds[0], []byte("x")); err != nil {
 		t.Error(err)
 	}
-	closeFDs(fds)
+	CloseFDs(fds)
 	buf := make([]byte, 4)
 	if n, err := rs[0].Read(buf); err != nil || string(buf[:n]) != "x" {
 		t.Errorf("read %q, %v", buf[:n], err)
 	}
-	m, fds, err = host.recv()
+	m, fds, err = host.Recv()
 	if err != nil || m.Op != "killed" || len(fds) != 0 {
-		closeFDs(fds)
+		CloseFDs(fds)
 		t.Fatalf("third: %+v, %v, %v", m, fds, err)
 	}
 }
 
-// TestSupConnLargeMessage sends messages of several MiB both ways, with a
+// TestConnLargeMessage sends messages of several MiB both ways, with a
 // descriptor after them.
-func TestSupConnLargeMessage(t *testing.T) {
+func TestConnLargeMessage(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, sup := supPair(t, supOps, hostOps)
-	defer host.close()
-	defer sup.close()
+	host, sup := supPair(t, SupervisorOps, HostOps)
+	defer shut(host)
+	defer shut(sup)
 	rs, ws := pipes(t, 1)
 	defer func() { rs[0].Close(); ws[0].Close() }()
 
@@ -472,13 +487,13 @@ func TestSupConnLargeMessage(t *testing.T) {
 	sent := make(chan error, 1)
 	go func() {
 		// Larger than the socket buffer: this blocks until the host reads.
-		err := sup.send(supMsg{Op: "file", Path: path, Data: data})
+		err := sup.Send(Msg{Op: "file", Path: path, Data: data})
 		if err == nil {
-			err = sup.send(supMsg{Op: "files", Watching: true}, ws[0])
+			err = sup.Send(Msg{Op: "files", Watching: true}, ws[0])
 		}
 		sent <- err
 	}()
-	m, fds, err := host.recv()
+	m, fds, err := host.Recv()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,33 +501,33 @@ func TestSupConnLargeMessage(t *testing.T) {
 		t.Errorf("got op %q path of %d bytes, %d bytes of data (equal: %v), %d descriptors",
 			m.Op, len(m.Path), len(m.Data), bytes.Equal(m.Data, data), len(fds))
 	}
-	m, fds, err = host.recv()
+	m, fds, err = host.Recv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Op != "files" || len(fds) != 1 || !isFIFO(fds[0]) {
 		t.Errorf("after the large message: %+v, %v", m, fds)
 	}
-	closeFDs(fds)
+	CloseFDs(fds)
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
 
 	// And the other way, with a long list of files.
-	files := make([]wire.FileInfo, 20_000)
+	files := make([]FileInfo, 20_000)
 	for i := range files {
-		files[i] = wire.FileInfo{Path: strings.Repeat("x", 40) + string(rune('a'+i%26)), Size: int64(i)}
+		files[i] = FileInfo{Path: strings.Repeat("x", 40) + string(rune('a'+i%26)), Size: int64(i)}
 	}
-	go func() { sent <- host.send(supMsg{Op: "read", Path: path, Max: 1 << 40}) }()
-	m, fds, err = sup.recv()
+	go func() { sent <- host.Send(Msg{Op: "read", Path: path, Max: 1 << 40}) }()
+	m, fds, err = sup.Recv()
 	if err != nil || m.Op != "read" || m.Path != path || m.Max != 1<<40 || len(fds) != 0 {
 		t.Fatalf("read: %+v, %v, %v", m, fds, err)
 	}
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
-	go func() { sent <- sup.send(supMsg{Op: "files", Files: files}) }()
-	m, _, err = host.recv()
+	go func() { sent <- sup.Send(Msg{Op: "files", Files: files}) }()
+	m, _, err = host.Recv()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,14 +539,14 @@ func TestSupConnLargeMessage(t *testing.T) {
 	}
 }
 
-// TestSupConnUnannouncedDescriptors: descriptors that come with a message
+// TestConnUnannouncedDescriptors: descriptors that come with a message
 // announcing none are not handed out with it and are closed once the
 // stream has moved past them, so that they never pile up.
-func TestSupConnUnannouncedDescriptors(t *testing.T) {
+func TestConnUnannouncedDescriptors(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, raw := rawPair(t, supOps)
-	defer host.close()
+	host, raw := rawPair(t, SupervisorOps)
+	defer shut(host)
 	defer raw.Close()
 	rs, ws := pipes(t, 1)
 	defer func() { rs[0].Close(); ws[0].Close() }()
@@ -543,7 +558,7 @@ func TestSupConnUnannouncedDescriptors(t *testing.T) {
 			files[i] = ws[0]
 		}
 		fds := rawFDs(t, files...)
-		defer closeFDs(fds)
+		defer CloseFDs(fds)
 		if _, _, err := raw.WriteMsgUnix([]byte(line), syscall.UnixRights(fds...), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -552,12 +567,12 @@ func TestSupConnUnannouncedDescriptors(t *testing.T) {
 	for sent < 4*maxQueuedFDs {
 		sendRaw(`{"op":"killed","fds":0}`+"\n", 8)
 		sent += 8
-		m, fds, err := host.recv()
+		m, fds, err := host.Recv()
 		if err != nil {
 			t.Fatalf("after %d unannounced descriptors: %v", sent, err)
 		}
 		if m.Op != "killed" || len(fds) != 0 {
-			closeFDs(fds)
+			CloseFDs(fds)
 			t.Fatalf("got %+v with %d descriptors, want none", m, len(fds))
 		}
 	}
@@ -566,7 +581,7 @@ func TestSupConnUnannouncedDescriptors(t *testing.T) {
 	}
 	// Every descriptor received is closed with the connection: the pipe's
 	// only write end left is then ws[0].
-	host.close()
+	shut(host)
 	ws[0].Close()
 	buf := make([]byte, 1)
 	if n, err := rs[0].Read(buf); n != 0 || err != io.EOF {
@@ -574,14 +589,14 @@ func TestSupConnUnannouncedDescriptors(t *testing.T) {
 	}
 }
 
-// TestSupConnUnannouncedDescriptorsNotHandedOn: a descriptor that came
+// TestConnUnannouncedDescriptorsNotHandedOn: a descriptor that came
 // with a message announcing none must not be handed to a later message
 // that announces one, in place of the descriptor that came with it.
-func TestSupConnUnannouncedDescriptorsNotHandedOn(t *testing.T) {
+func TestConnUnannouncedDescriptorsNotHandedOn(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, raw := rawPair(t, supOps)
-	defer host.close()
+	host, raw := rawPair(t, SupervisorOps)
+	defer shut(host)
 	defer raw.Close()
 	rs, ws := pipes(t, 2) // 0: sent unannounced; 1: sent with its message
 	defer func() {
@@ -593,22 +608,22 @@ func TestSupConnUnannouncedDescriptorsNotHandedOn(t *testing.T) {
 	sendRaw := func(line string, f *os.File) {
 		t.Helper()
 		fds := rawFDs(t, f)
-		defer closeFDs(fds)
+		defer CloseFDs(fds)
 		if _, _, err := raw.WriteMsgUnix([]byte(line+"\n"), syscall.UnixRights(fds...), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sendRaw(`{"op":"killed"}`, ws[0])
-	if m, fds, err := host.recv(); err != nil || m.Op != "killed" || len(fds) != 0 {
-		closeFDs(fds)
+	if m, fds, err := host.Recv(); err != nil || m.Op != "killed" || len(fds) != 0 {
+		CloseFDs(fds)
 		t.Fatalf("killed: %+v, %v, %v", m, fds, err)
 	}
 	sendRaw(`{"op":"files","fds":1,"watching":true}`, ws[1])
-	m, fds, err := host.recv()
-	defer closeFDs(fds)
+	m, fds, err := host.Recv()
+	defer CloseFDs(fds)
 	if err != nil {
 		// Refusing the connection is fine too.
-		if !errors.Is(err, errSupProtocol) {
+		if !errors.Is(err, ErrProtocol) {
 			t.Fatalf("files: %v", err)
 		}
 		return
@@ -625,13 +640,13 @@ func TestSupConnUnannouncedDescriptorsNotHandedOn(t *testing.T) {
 	}
 }
 
-// TestSupConnTooManyDescriptorsAtOnce: a message with more descriptors
+// TestConnTooManyDescriptorsAtOnce: a message with more descriptors
 // than fit in the receive buffer fails; none leak.
-func TestSupConnTooManyDescriptorsAtOnce(t *testing.T) {
+func TestConnTooManyDescriptorsAtOnce(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, raw := rawPair(t, supOps)
-	defer host.close()
+	host, raw := rawPair(t, SupervisorOps)
+	defer shut(host)
 	defer raw.Close()
 	rs, ws := pipes(t, 1)
 	defer func() { rs[0].Close(); ws[0].Close() }()
@@ -641,20 +656,20 @@ func TestSupConnTooManyDescriptorsAtOnce(t *testing.T) {
 	}
 	fds := rawFDs(t, files...)
 	_, _, err := raw.WriteMsgUnix([]byte(`{"op":"spawned","fds":4,"pid":1}`+"\n"), syscall.UnixRights(fds...), nil)
-	closeFDs(fds)
+	CloseFDs(fds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, got, err := host.recv()
-	closeFDs(got)
-	if !errors.Is(err, errSupProtocol) {
+	m, got, err := host.Recv()
+	CloseFDs(got)
+	if !errors.Is(err, ErrProtocol) {
 		t.Fatalf("got %+v, %d descriptors, %v; want a protocol error", m, len(got), err)
 	}
 }
 
-// TestSupConnMissingDescriptors: a message announcing descriptors that did
+// TestConnMissingDescriptors: a message announcing descriptors that did
 // not come with it fails.
-func TestSupConnMissingDescriptors(t *testing.T) {
+func TestConnMissingDescriptors(t *testing.T) {
 	for _, line := range []string{
 		`{"op":"spawned","fds":4,"pid":1}`,
 		`{"op":"files","fds":1,"watching":true}`,
@@ -662,15 +677,15 @@ func TestSupConnMissingDescriptors(t *testing.T) {
 		t.Run("", func(t *testing.T) {
 			base := fdBaseline(t)
 			defer checkFDs(t, base)
-			host, raw := rawPair(t, supOps)
-			defer host.close()
+			host, raw := rawPair(t, SupervisorOps)
+			defer shut(host)
 			defer raw.Close()
 			if _, err := raw.Write([]byte(line + "\n")); err != nil {
 				t.Fatal(err)
 			}
-			m, fds, err := host.recv()
-			closeFDs(fds)
-			if !errors.Is(err, errSupProtocol) {
+			m, fds, err := host.Recv()
+			CloseFDs(fds)
+			if !errors.Is(err, ErrProtocol) {
 				t.Fatalf("%s: got %+v, %d descriptors, %v; want a protocol error", line, m, len(fds), err)
 			}
 		})
@@ -679,58 +694,58 @@ func TestSupConnMissingDescriptors(t *testing.T) {
 	// Fewer than announced: three of four.
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, raw := rawPair(t, supOps)
-	defer host.close()
+	host, raw := rawPair(t, SupervisorOps)
+	defer shut(host)
 	defer raw.Close()
 	rs, ws := pipes(t, 1)
 	defer func() { rs[0].Close(); ws[0].Close() }()
 	fds := rawFDs(t, ws[0], ws[0], ws[0])
 	_, _, err := raw.WriteMsgUnix([]byte(`{"op":"spawned","fds":4,"pid":1}`+"\n"), syscall.UnixRights(fds...), nil)
-	closeFDs(fds)
+	CloseFDs(fds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, got, err := host.recv()
-	closeFDs(got)
-	if !errors.Is(err, errSupProtocol) {
+	m, got, err := host.Recv()
+	CloseFDs(got)
+	if !errors.Is(err, ErrProtocol) {
 		t.Fatalf("three of four: got %+v, %d descriptors, %v; want a protocol error", m, len(got), err)
 	}
 }
 
-// TestSupConnBadLines: a line that does not decode fails the receive, and
+// TestConnBadLines: a line that does not decode fails the receive, and
 // the end of the stream is io.EOF, also in the middle of a line.
-func TestSupConnBadLines(t *testing.T) {
+func TestConnBadLines(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, raw := rawPair(t, supOps)
-	defer host.close()
+	host, raw := rawPair(t, SupervisorOps)
+	defer shut(host)
 	if _, err := raw.Write([]byte("{\"op\":\"killed\"}\nnot json\n{\"op\":\"killed\"}\n{\"op\":\"kil")); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
-	if m, _, err := host.recv(); err != nil || m.Op != "killed" {
+	if m, _, err := host.Recv(); err != nil || m.Op != "killed" {
 		t.Fatalf("first: %+v, %v", m, err)
 	}
-	if m, _, err := host.recv(); !errors.Is(err, errSupProtocol) {
+	if m, _, err := host.Recv(); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("garbage: %+v, %v; want a protocol error", m, err)
 	}
-	if m, _, err := host.recv(); err != nil || m.Op != "killed" {
+	if m, _, err := host.Recv(); err != nil || m.Op != "killed" {
 		t.Fatalf("after the garbage: %+v, %v", m, err)
 	}
-	if m, _, err := host.recv(); !errors.Is(err, io.EOF) {
+	if m, _, err := host.Recv(); !errors.Is(err, io.EOF) {
 		t.Fatalf("at the end: %+v, %v; want io.EOF", m, err)
 	}
 }
 
-// TestSupConnLineTooLong: a line longer than the bound fails the receive
+// TestConnLineTooLong: a line longer than the bound fails the receive
 // instead of growing the buffer without bound. The bound (64 MiB) is
 // lowered here, so that the test sends megabytes rather than tens of them.
-func TestSupConnLineTooLong(t *testing.T) {
+func TestConnLineTooLong(t *testing.T) {
 	base := fdBaseline(t)
 	defer checkFDs(t, base)
-	host, raw := rawPair(t, supOps)
+	host, raw := rawPair(t, SupervisorOps)
 	host.maxLine = 4 << 20
-	defer host.close()
+	defer shut(host)
 	defer raw.Close()
 	done := make(chan struct{})
 	defer close(done)
@@ -748,10 +763,94 @@ func TestSupConnLineTooLong(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	m, _, err := host.recv()
-	if !errors.Is(err, errSupProtocol) {
+	m, _, err := host.Recv()
+	if !errors.Is(err, ErrProtocol) {
 		t.Fatalf("got %+v, %v; want a protocol error", m, err)
 	}
 	t.Logf("%s to reject a line over %d bytes: %v", time.Since(start), host.maxLine, err)
 	raw.Close()
+}
+
+// setVar sets *v for the test and restores it after.
+func setVar[T any](t *testing.T, v *T, val T) {
+	old := *v
+	*v = val
+	t.Cleanup(func() { *v = old })
+}
+
+// within runs f and fails the test unless it returns within d; unstick,
+// if set, then runs to let f return.
+func within(t *testing.T, d time.Duration, what string, f func(), unstick func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Errorf("%s did not return within %s", what, d)
+		if unstick != nil {
+			unstick()
+		}
+		<-done
+	}
+}
+
+// A send the peer does not take ends within the write timeout,
+// and drops the connection.
+func TestConnSendDeadline(t *testing.T) {
+	setVar(t, &WriteTimeout, 300*time.Millisecond)
+	c, peer := rawPair(t, SupervisorOps) // the peer never reads
+	defer shut(c)
+	defer peer.Close()
+	big := strings.Repeat("p", 1<<20)
+	var err error
+	within(t, 10*time.Second, "sending to a peer that does not read", func() {
+		for range 64 {
+			if err = c.Send(Msg{Op: "read", Path: big}); err != nil {
+				return
+			}
+		}
+	}, func() { peer.Close(); c.Close() })
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("send: %v; want a deadline error", err)
+	}
+	if err := c.Send(Msg{Op: "kill"}); err == nil {
+		t.Error("the connection is still usable after a send timed out")
+	}
+}
+
+// Paths, file lists and error messages from the supervisor are
+// bounded.
+func TestDecodeMsgBounds(t *testing.T) {
+	setVar(t, &maxFiles, 3)
+	long := strings.Repeat("d/", MaxPath/2) + "x" // MaxPath+1 bytes
+	ok := strings.Repeat("a", MaxPath)
+	for _, tc := range []struct {
+		line string
+		good bool
+	}{
+		{`{"op":"files","files":[{"path":"` + ok + `","size":1}]}`, true},
+		{`{"op":"files","files":[{"path":"` + long + `","size":1}]}`, false},
+		{`{"op":"file","path":"` + ok + `"}`, true},
+		{`{"op":"file","path":"` + long + `"}`, false},
+		{`{"op":"read","path":"` + long + `","max":1}`, false},
+		{`{"op":"files","files":[{"path":"a","size":1},{"path":"b","size":1},{"path":"c","size":1}]}`, true},
+		{`{"op":"files","files":[{"path":"a","size":1},{"path":"b","size":1},{"path":"c","size":1},{"path":"d","size":1}]}`, false},
+		{`{"op":"files","files":null}`, true},
+		{`{"op":"files","files":{}}`, false},
+		{`{"op":"error","error":"` + strings.Repeat("e", maxError) + `"}`, true},
+		{`{"op":"error","error":"` + strings.Repeat("e", maxError+1) + `"}`, false},
+		{`{"op":"file","path":"a","error":"` + strings.Repeat("e", maxError+1) + `"}`, false},
+	} {
+		_, err := decodeMsg([]byte(tc.line), opSet(map[bool]string{true: "host", false: "sup"}[strings.Contains(tc.line, `"read"`)]))
+		if (err == nil) != tc.good {
+			t.Errorf("decodeMsg(%.80q…): %v; want good=%v", tc.line, err, tc.good)
+		}
+		if err != nil && !errors.Is(err, ErrProtocol) {
+			t.Errorf("decodeMsg(%.80q…): %v does not wrap ErrProtocol", tc.line, err)
+		}
+	}
 }

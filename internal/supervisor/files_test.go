@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandboxserver
+package supervisor
 
 import (
 	"fmt"
@@ -11,11 +11,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
-func paths(files []wire.FileInfo) []string {
+func paths(files []FileInfo) []string {
 	out := []string{}
 	for _, f := range files {
 		out = append(out, f.Path)
@@ -36,7 +34,7 @@ func write(t testing.TB, root, rel, data string) {
 
 // trackerModes runs f with a watching tracker and with a walking one; both
 // must give the same answers.
-func trackerModes(t *testing.T, f func(t *testing.T, root string, tr *tracker)) {
+func trackerModes(t *testing.T, f func(t *testing.T, root string, tr *Tracker)) {
 	for _, mode := range []string{"watch", "walk"} {
 		t.Run(mode, func(t *testing.T) {
 			root := t.TempDir()
@@ -53,11 +51,11 @@ func trackerModes(t *testing.T, f func(t *testing.T, root string, tr *tracker)) 
 }
 
 func TestTrackerListsWhatChanged(t *testing.T) {
-	trackerModes(t, func(t *testing.T, root string, tr *tracker) {
+	trackerModes(t, func(t *testing.T, root string, tr *Tracker) {
 		write(t, root, "old.txt", "old")
 		write(t, root, "keep/k.txt", "k")
-		tr.baseline()
-		if got := paths(tr.changed()); len(got) != 0 {
+		tr.Baseline()
+		if got := paths(tr.Changed()); len(got) != 0 {
 			t.Errorf("nothing changed, got %v", got)
 		}
 		write(t, root, "old.txt", "changed")
@@ -77,7 +75,7 @@ func TestTrackerListsWhatChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"a.txt", "new/deep/er/n.txt", "old.txt"}
-		if got := paths(tr.changed()); !slices.Equal(got, want) {
+		if got := paths(tr.Changed()); !slices.Equal(got, want) {
 			t.Errorf("first change: %v, want %v", got, want)
 		}
 		// A second call lists only what changed since the first.
@@ -87,7 +85,7 @@ func TestTrackerListsWhatChanged(t *testing.T) {
 		}
 		write(t, root, "keep/sub/s.txt", "s")
 		want = []string{"keep/sub/s.txt", "new/deep/er/n.txt"}
-		if got := paths(tr.changed()); !slices.Equal(got, want) {
+		if got := paths(tr.Changed()); !slices.Equal(got, want) {
 			t.Errorf("second change: %v, want %v", got, want)
 		}
 		// A file with a second link is not listed, even when written;
@@ -96,27 +94,27 @@ func TestTrackerListsWhatChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(t, root, "old.txt", "linked")
-		if got := paths(tr.changed()); len(got) != 0 {
+		if got := paths(tr.Changed()); len(got) != 0 {
 			t.Errorf("after linking: %v, want nothing", got)
 		}
 		if err := os.Remove(filepath.Join(root, "old2")); err != nil {
 			t.Fatal(err)
 		}
 		write(t, root, "old.txt", "one link again")
-		if got := paths(tr.changed()); !slices.Equal(got, []string{"old.txt"}) {
+		if got := paths(tr.Changed()); !slices.Equal(got, []string{"old.txt"}) {
 			t.Errorf("after unlinking: %v, want [old.txt]", got)
 		}
 	})
 }
 
 func TestTrackerRenames(t *testing.T) {
-	trackerModes(t, func(t *testing.T, root string, tr *tracker) {
+	trackerModes(t, func(t *testing.T, root string, tr *Tracker) {
 		write(t, root, "d/x.txt", "x")
-		tr.baseline()
+		tr.Baseline()
 		if err := os.Rename(filepath.Join(root, "d"), filepath.Join(root, "e")); err != nil {
 			t.Fatal(err)
 		}
-		if got := paths(tr.changed()); !slices.Equal(got, []string{"e/x.txt"}) {
+		if got := paths(tr.Changed()); !slices.Equal(got, []string{"e/x.txt"}) {
 			t.Errorf("after renaming the directory: %v, want [e/x.txt]", got)
 		}
 		// The watch follows the directory to its new name.
@@ -124,18 +122,18 @@ func TestTrackerRenames(t *testing.T) {
 		if err := os.Rename(filepath.Join(root, "e/x.txt"), filepath.Join(root, "z.txt")); err != nil {
 			t.Fatal(err)
 		}
-		if got := paths(tr.changed()); !slices.Equal(got, []string{"e/y.txt", "z.txt"}) {
+		if got := paths(tr.Changed()); !slices.Equal(got, []string{"e/y.txt", "z.txt"}) {
 			t.Errorf("after writing in it: %v, want [e/y.txt z.txt]", got)
 		}
 	})
 }
 
 func TestTrackerDirectoryReplacedBySymlink(t *testing.T) {
-	trackerModes(t, func(t *testing.T, root string, tr *tracker) {
+	trackerModes(t, func(t *testing.T, root string, tr *Tracker) {
 		outside := t.TempDir()
 		write(t, outside, "secret", "host data")
 		write(t, root, "d/f.txt", "f")
-		tr.baseline()
+		tr.Baseline()
 		write(t, root, "d/f.txt", "changed")
 		// Before the tracker looks, d becomes a symlink to a directory
 		// outside the workspace holding a file of the same name.
@@ -146,7 +144,7 @@ func TestTrackerDirectoryReplacedBySymlink(t *testing.T) {
 		if err := os.Symlink(outside, filepath.Join(root, "d")); err != nil {
 			t.Fatal(err)
 		}
-		if got := paths(tr.changed()); len(got) != 0 {
+		if got := paths(tr.Changed()); len(got) != 0 {
 			t.Errorf("listed %v through a symlink", got)
 		}
 	})
@@ -159,7 +157,7 @@ func TestTrackerOverflowFallsBackToWalk(t *testing.T) {
 		t.Skip("inotify is unavailable here")
 	}
 	write(t, root, "a.txt", "a")
-	tr.baseline()
+	tr.Baseline()
 	write(t, root, "a.txt", "a2")
 	write(t, root, "b.txt", "b")
 	// As if the kernel had dropped events: the next call walks, and still
@@ -167,14 +165,14 @@ func TestTrackerOverflowFallsBackToWalk(t *testing.T) {
 	tr.drain()
 	tr.pending = nil
 	tr.rescan = true
-	if got := paths(tr.changed()); !slices.Equal(got, []string{"a.txt", "b.txt"}) {
+	if got := paths(tr.Changed()); !slices.Equal(got, []string{"a.txt", "b.txt"}) {
 		t.Errorf("after an overflow: %v, want [a.txt b.txt]", got)
 	}
 	if tr.in < 0 {
 		t.Fatalf("the tracker stopped watching after one overflow")
 	}
 	write(t, root, "c.txt", "c")
-	if got := paths(tr.changed()); !slices.Equal(got, []string{"c.txt"}) {
+	if got := paths(tr.Changed()); !slices.Equal(got, []string{"c.txt"}) {
 		t.Errorf("watching again: %v, want [c.txt]", got)
 	}
 }
@@ -185,21 +183,21 @@ func TestTrackerTooManyDirectories(t *testing.T) {
 	if tr.in < 0 {
 		t.Skip("inotify is unavailable here")
 	}
-	tr.baseline()
+	tr.Baseline()
 	for i := range maxWatches + 1 {
 		if err := os.MkdirAll(filepath.Join(root, fmt.Sprintf("d%d", i/128), fmt.Sprint(i%128)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	write(t, root, "d0/0/f.txt", "f")
-	if got := paths(tr.changed()); !slices.Equal(got, []string{"d0/0/f.txt"}) {
+	if got := paths(tr.Changed()); !slices.Equal(got, []string{"d0/0/f.txt"}) {
 		t.Errorf("over the watch limit: %v, want [d0/0/f.txt]", got)
 	}
 	if tr.in >= 0 {
 		t.Errorf("still watching %d directories, over the limit of %d", len(tr.wds), maxWatches)
 	}
 	write(t, root, "g.txt", "g")
-	if got := paths(tr.changed()); !slices.Equal(got, []string{"g.txt"}) {
+	if got := paths(tr.Changed()); !slices.Equal(got, []string{"g.txt"}) {
 		t.Errorf("walking: %v, want [g.txt]", got)
 	}
 }
@@ -220,7 +218,7 @@ func BenchmarkChangedAfterBlock10k(b *testing.B) {
 			} else if tr.in < 0 {
 				b.Skip("inotify is unavailable here")
 			}
-			tr.baseline()
+			tr.Baseline()
 			target := filepath.Join(root, "d42/f042.txt")
 			b.ResetTimer()
 			for i := range b.N {
@@ -229,7 +227,7 @@ func BenchmarkChangedAfterBlock10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if got := tr.changed(); len(got) != 1 || got[0].Path != "d42/f042.txt" {
+				if got := tr.Changed(); len(got) != 1 || got[0].Path != "d42/f042.txt" {
 					b.Fatalf("changed() = %v", got)
 				}
 			}
@@ -290,15 +288,15 @@ func TestWalkBeneath(t *testing.T) {
 // the list keeps the first MaxFiles by name rather than sending more than
 // the host accepts.
 func TestTrackerListsAtMostMax(t *testing.T) {
-	trackerModes(t, func(t *testing.T, root string, tr *tracker) {
-		tr.baseline()
+	trackerModes(t, func(t *testing.T, root string, tr *Tracker) {
+		tr.Baseline()
 		for i := range 8 {
 			write(t, root, fmt.Sprintf("f%d.txt", i), "x")
 		}
 		tr.max = 5
 		// A walk counts every entry it examines against max, so it may
 		// list fewer.
-		got := paths(tr.changed())
+		got := paths(tr.Changed())
 		want := []string{"f0.txt", "f1.txt", "f2.txt", "f3.txt", "f4.txt"}
 		if len(got) == 0 || len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
 			t.Fatalf("changed = %v, want a prefix of %v", got, want)

@@ -1,16 +1,14 @@
 //go:build linux
 
-package sandboxserver
+package supervisor
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -21,10 +19,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/internal/clip"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
-// tracker finds the regular files that a block created or changed in the
+// Tracker finds the regular files that a block created or changed in the
 // workspace. It watches the workspace with inotify, one watch per
 // directory, so that after a block it looks only at the paths the kernel
 // reported, confirming each with a stat that follows no symlink: the cost
@@ -34,8 +31,8 @@ import (
 // overflowed, when a directory was renamed, and for good once the
 // workspace has more directories than maxWatches.
 //
-// A tracker is used by one goroutine.
-type tracker struct {
+// A Tracker is used by one goroutine.
+type Tracker struct {
 	root  string
 	max   int                  // entries examined by one walk
 	state map[string]fileStamp // the regular single-link files as last seen
@@ -63,8 +60,8 @@ const watchMask = unix.IN_CREATE | unix.IN_CLOSE_WRITE | unix.IN_MODIFY | unix.I
 	unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
 	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
-func newTracker(root string, max int) *tracker {
-	t := &tracker{root: root, max: max, state: map[string]fileStamp{}, in: -1}
+func newTracker(root string, max int) *Tracker {
+	t := &Tracker{root: root, max: max, state: map[string]fileStamp{}, in: -1}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err == nil {
 		t.in = fd
@@ -74,43 +71,43 @@ func newTracker(root string, max int) *tracker {
 	return t
 }
 
-// close releases the inotify descriptor.
-func (t *tracker) close() { t.stopWatching() }
+// Close releases the inotify descriptor.
+func (t *Tracker) Close() { t.stopWatching() }
 
-// watching reports whether the tracker learns of changes from inotify
+// Watching reports whether the tracker learns of changes from inotify
 // alone: then, while its descriptor has no event queued, nothing changed.
-func (t *tracker) watching() bool { return t.in >= 0 && !t.rescan }
+func (t *Tracker) Watching() bool { return t.in >= 0 && !t.rescan }
 
 // sendWatch sends the host a files message with the inotify descriptor,
 // which the host polls to skip asking when nothing changed.
-func (t *tracker) sendWatch(c *supConn) error {
+func (t *Tracker) sendWatch(c *Conn) error {
 	fd, err := unix.FcntlInt(uintptr(t.in), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return c.send(supMsg{Op: "files"})
+		return c.Send(Msg{Op: "files"})
 	}
 	f := os.NewFile(uintptr(fd), "inotify")
 	defer f.Close()
-	return c.send(supMsg{Op: "files", Watching: true}, f)
+	return c.Send(Msg{Op: "files", Watching: true}, f)
 }
 
-// baseline records the workspace as it is now, and watches it.
-func (t *tracker) baseline() {
+// Baseline records the workspace as it is now, and watches it.
+func (t *Tracker) Baseline() {
 	t.drain()
 	t.state = t.walk()
 	t.pending, t.rescan = nil, false
 }
 
-// changed returns the files that are new or changed since the last call,
+// Changed returns the files that are new or changed since the last call,
 // sorted by path. Symlinks, devices, FIFOs, sockets and files with more
 // than one hard link are never listed.
-func (t *tracker) changed() []wire.FileInfo {
+func (t *Tracker) Changed() []FileInfo {
 	t.drain()
-	var out []wire.FileInfo
+	var out []FileInfo
 	if t.in < 0 || t.rescan {
 		now := t.walk()
 		for p, st := range now {
 			if old, ok := t.state[p]; !ok || old != st {
-				out = append(out, wire.FileInfo{Path: p, Size: st.size})
+				out = append(out, FileInfo{Path: p, Size: st.size})
 			}
 		}
 		t.state = now
@@ -122,7 +119,7 @@ func (t *tracker) changed() []wire.FileInfo {
 				continue
 			}
 			if old, seen := t.state[p]; !seen || old != st {
-				out = append(out, wire.FileInfo{Path: p, Size: st.size})
+				out = append(out, FileInfo{Path: p, Size: st.size})
 			}
 			t.state[p] = st
 		}
@@ -131,7 +128,7 @@ func (t *tracker) changed() []wire.FileInfo {
 	// What the host would refuse is not listed: a path longer than a
 	// message may carry, and entries past max (the first max by name
 	// stay).
-	out = slices.DeleteFunc(out, func(f wire.FileInfo) bool { return len(f.Path) > maxSupPath })
+	out = slices.DeleteFunc(out, func(f FileInfo) bool { return len(f.Path) > MaxPath })
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	if len(out) > t.max {
 		out = out[:t.max]
@@ -141,7 +138,7 @@ func (t *tracker) changed() []wire.FileInfo {
 
 // drain reads every queued event, noting the paths they name and watching
 // new directories.
-func (t *tracker) drain() {
+func (t *Tracker) drain() {
 	if t.in < 0 {
 		return
 	}
@@ -216,7 +213,7 @@ func (t *tracker) drain() {
 
 // addTree watches dir and the directories under it, and notes the files
 // in them.
-func (t *tracker) addTree(rel string) {
+func (t *Tracker) addTree(rel string) {
 	stack := []string{rel}
 	seen := 0
 	for len(stack) > 0 {
@@ -225,7 +222,7 @@ func (t *tracker) addTree(rel string) {
 		if !t.watch(d) {
 			return
 		}
-		ents, err := os.ReadDir(filepath.Join(t.root, d))
+		ents, err := os.ReadDir(path.Join(t.root, d))
 		if err != nil {
 			continue
 		}
@@ -250,7 +247,7 @@ func (t *tracker) addTree(rel string) {
 
 // watch adds a watch on the directory rel. It reports false, and the
 // tracker walks from then on, when the watch cannot be added.
-func (t *tracker) watch(rel string) bool {
+func (t *Tracker) watch(rel string) bool {
 	if t.in < 0 {
 		return false
 	}
@@ -258,7 +255,7 @@ func (t *tracker) watch(rel string) bool {
 		t.stopWatching()
 		return false
 	}
-	wd, err := unix.InotifyAddWatch(t.in, filepath.Join(t.root, rel), watchMask)
+	wd, err := unix.InotifyAddWatch(t.in, path.Join(t.root, rel), watchMask)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 			return true // gone or replaced since: nothing to watch
@@ -275,7 +272,7 @@ func (t *tracker) watch(rel string) bool {
 }
 
 // stopWatching gives up on inotify: every later call walks.
-func (t *tracker) stopWatching() {
+func (t *Tracker) stopWatching() {
 	if t.in >= 0 {
 		t.cleanup.Stop()
 		unix.Close(t.in)
@@ -287,7 +284,7 @@ func (t *tracker) stopWatching() {
 
 // stat stamps the workspace file rel if it is a regular file with one link
 // reached without following a symlink.
-func (t *tracker) stat(rel string) (fileStamp, bool) {
+func (t *Tracker) stat(rel string) (fileStamp, bool) {
 	dir, err := unix.Open(t.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fileStamp{}, false
@@ -317,53 +314,58 @@ func pathBeneath(dir int, rel string) (int, error) { return walkBeneath(dir, rel
 
 // walk stamps every regular single-link file in the workspace, examining
 // at most max entries, and, while watching, re-watches every directory.
-func (t *tracker) walk() map[string]fileStamp {
+// It visits the tree depth first in lexical order, as filepath.WalkDir
+// does, and follows no symlink.
+func (t *Tracker) walk() map[string]fileStamp {
 	if t.in >= 0 {
 		t.wds, t.dirs = map[int32]string{}, map[string]int32{}
 	}
 	out := make(map[string]fileStamp)
 	seen := 0
-	_ = filepath.WalkDir(t.root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable: skip
-		}
-		seen++
-		if seen > t.max {
-			return filepath.SkipAll
-		}
-		rel, err := filepath.Rel(t.root, p)
-		if err != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == "." {
-				rel = ""
+	var visit func(rel string) bool // false: stop, max entries seen
+	visit = func(rel string) bool {
+		t.watch(rel)
+		// What an unreadable directory gave before its error counts.
+		ents, _ := os.ReadDir(path.Join(t.root, rel))
+		for _, e := range ents {
+			if seen++; seen > t.max {
+				return false
 			}
-			t.watch(rel)
-			return nil
+			p := path.Join(rel, e.Name())
+			if e.IsDir() {
+				if !visit(p) {
+					return false
+				}
+				continue
+			}
+			if !e.Type().IsRegular() {
+				continue // a DirEntry's type is never a symlink's target
+			}
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			st, ok := info.Sys().(*syscall.Stat_t)
+			if !ok || st.Nlink != 1 {
+				continue
+			}
+			out[p] = fileStamp{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
 		}
-		if !d.Type().IsRegular() {
-			return nil // WalkDir never follows symlinks
+		return true
+	}
+	if fi, err := os.Lstat(t.root); err == nil && fi.IsDir() {
+		seen++ // the root counts, as WalkDir's first entry
+		if seen <= t.max {
+			visit("")
 		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		if !ok || st.Nlink != 1 {
-			return nil
-		}
-		out[rel] = fileStamp{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino}
-		return nil
-	})
+	}
 	return out
 }
 
-// read returns a workspace file's content. The path must be relative and
+// Read returns a workspace file's content. The path must be relative and
 // clean, every component must be a real directory (no symlinks), and the
 // file must be a regular file with one link and at most max bytes.
-func (t *tracker) read(rel string, max int64) ([]byte, error) {
+func (t *Tracker) Read(rel string, max int64) ([]byte, error) {
 	if rel == "" || strings.HasPrefix(rel, "/") || path.Clean(rel) != rel || rel == "." || strings.HasPrefix(rel, "../") || rel == ".." || strings.ContainsRune(rel, 0) {
 		return nil, fmt.Errorf("invalid path %q: give a clean path relative to the workspace", clip.String(rel, 200))
 	}

@@ -1,0 +1,32 @@
+// Package supervisor is the process side of a local sandbox: the supervisor
+// that runs inside it ([Run]), the worker processes it starts, reaps and
+// kills ([Procs]), the workspace files it tracks ([Tracker]) and the
+// protocol in which it talks to the host that runs the session ([Conn]).
+// Package sandboxserver runs the session and talks to it; this package is
+// its part that runs in the sandbox, and what sandboxserver's Serve
+// shares with it. Its Config is sandboxserver.Config as the supervisor
+// decodes it.
+//
+// # Why it is a package of its own
+//
+// The supervisor runs in a re-execution of the host program: under the
+// argv[0] [Stage], whose hook is this package's init function, or in the
+// init process of a jail (package backend/jail), whose hook is that
+// package's. Go runs package initializers in dependency order, and
+// among the packages whose dependencies are done, in the order of their
+// import paths. A hook therefore runs only once every package it depends
+// on has been initialized, and a dependency that sorts late (net waits for
+// vendor/golang.org/x/net/dns/dnsmessage; path/filepath, log/slog, regexp
+// and os/exec sort after github.com, go.opentelemetry.io and google.golang.org)
+// is initialized only after every package of the program that sorts before
+// it and is ready: in a program that links ADK, most of its packages. Each
+// of their initializers then runs at every start of a sandbox, before the
+// hook.
+//
+// So this package and its dependencies keep to the standard library's
+// early packages, golang.org/x/sys/unix and internal/clip: no net (the
+// socket is read and written with recvmsg and sendmsg through the runtime's
+// poller), no os/exec, no path/filepath (package path does for Linux
+// paths), no regexp, and nothing of transport/wire, which imports log/slog:
+// [FileInfo] and [MaxLine] are that package's, restated.
+package supervisor

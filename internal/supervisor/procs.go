@@ -1,0 +1,302 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Procs runs the worker as a child of this process, which becomes a child
+// subreaper so that it also reaps (and kills) what the worker leaves
+// behind, and tracks the workspace. It assumes it owns every child of the
+// process.
+type Procs struct {
+	cfg     *Config
+	reaper  reaper
+	stop    chan struct{}
+	tracker *Tracker
+}
+
+// Pipes are the host's ends of a worker's pipes.
+type Pipes struct {
+	In     *os.File // frames to the runner (its fd 3)
+	Ctl    *os.File // frames from the runner (its fd 4)
+	Stdout *os.File
+	Stderr *os.File
+}
+
+// NewProcs returns the processes of cfg, whose defaults must be set. It
+// makes this process a child subreaper and starts reaping.
+func NewProcs(cfg *Config) *Procs {
+	p := &Procs{cfg: cfg, stop: make(chan struct{})}
+	p.reaper.watch = make(map[int]func(syscall.WaitStatus))
+	becomeSubreaper()
+	go p.reaper.run(p.stop)
+	p.tracker = newTracker(cfg.Workdir, cfg.MaxFiles)
+	return p
+}
+
+// Files is the workspace tracker.
+func (p *Procs) Files() *Tracker { return p.tracker }
+
+// Close stops reaping and releases the tracker; the worker must be dead.
+func (p *Procs) Close() {
+	close(p.stop)
+	p.tracker.Close()
+}
+
+// Interrupt sends the worker pid the signal that stops a block in place.
+func (p *Procs) Interrupt(pid int) { _ = syscall.Kill(pid, syscall.SIGUSR1) }
+
+// KillAll kills every descendant of this process: the worker and every
+// process the code started.
+func (p *Procs) KillAll() { KillTree(os.Getpid()) }
+
+// Spawn starts the Python runner with the pipes of the worker protocol,
+// with its limits applied, and returns its pid and the host's ends of its
+// pipes. onExit runs, on the reaper's goroutine, once the process has been
+// reaped; it may run before Spawn returns.
+func (p *Procs) Spawn(onExit func(syscall.WaitStatus)) (int, Pipes, error) {
+	cfg := p.cfg
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, Pipes{}, err
+	}
+	defer devnull.Close()
+	pipes := make([]*os.File, 0, 10)
+	closeAll := func() {
+		for _, f := range pipes {
+			f.Close()
+		}
+	}
+	pipe := func() (*os.File, *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		var r, w *os.File
+		r, w, err = os.Pipe()
+		pipes = append(pipes, r, w)
+		return r, w
+	}
+	outR, outW := pipe()
+	errR, errW := pipe()
+	inR, inW := pipe()   // host → runner
+	ctlR, ctlW := pipe() // runner → host
+	var codeR, codeW *os.File
+	if len(cfg.RunnerCode) > 0 {
+		codeR, codeW = pipe() // the runner's code, read once at start
+	}
+	if err != nil {
+		closeAll()
+		return 0, Pipes{}, fmt.Errorf("sandboxserver: pipes: %w", err)
+	}
+	env := append([]string(nil), cfg.Env...)
+	env = append(env, "CODEMODE_WORKDIR="+cfg.Workdir)
+	if cfg.FilesDir != "" {
+		env = append(env, "CODEMODE_FILES_DIR="+cfg.FilesDir)
+	}
+	argv := []string{cfg.Python, "-I", "-B", "-c", runnerSource}
+	if len(cfg.SysPath) > 0 {
+		// The site module's work was done once, by SysPath's probe: skip
+		// it, which saves a good part of the interpreter's start-up.
+		b, err := json.Marshal(cfg.SysPath)
+		if err != nil {
+			closeAll()
+			return 0, Pipes{}, err
+		}
+		env = append(env, "CODEMODE_SYS_PATH="+string(b))
+		argv = []string{cfg.Python, "-I", "-B", "-S", "-c", runnerSource}
+	}
+	files := []*os.File{devnull, outW, errW, inR, ctlW}
+	if codeR != nil {
+		argv[len(argv)-1] = bootSource
+		files = append(files, codeR)
+	}
+	p.reaper.mu.Lock() // the reaper must not miss the exit of a fresh pid
+	proc, err := os.StartProcess(cfg.Python, argv, &os.ProcAttr{
+		Dir:   cfg.Workdir,
+		Env:   env,
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		p.reaper.mu.Unlock()
+		closeAll()
+		return 0, Pipes{}, fmt.Errorf("sandboxserver: start %s: %w", cfg.Python, err)
+	}
+	// Limits go on before the worker can read a block: it reads none
+	// until the host sends one, after ready.
+	for _, l := range []struct {
+		res  int
+		v    int64
+		what string
+	}{
+		{unix.RLIMIT_AS, cfg.WorkerAddressSpace, "address space"},
+		{unix.RLIMIT_NPROC, cfg.WorkerProcesses, "processes"},
+	} {
+		if l.v <= 0 {
+			continue
+		}
+		lim := unix.Rlimit{Cur: uint64(l.v), Max: uint64(l.v)}
+		if err := unix.Prlimit(proc.Pid, l.res, &lim, nil); err != nil {
+			_ = proc.Kill()
+			p.reaper.mu.Unlock()
+			closeAll()
+			return 0, Pipes{}, fmt.Errorf("sandboxserver: limit the worker's %s: %w", l.what, err)
+		}
+	}
+	pid := proc.Pid
+	p.reaper.watch[pid] = onExit
+	p.reaper.mu.Unlock()
+	_ = proc.Release()
+	outW.Close()
+	errW.Close()
+	inR.Close()
+	ctlW.Close()
+	if codeR != nil {
+		codeR.Close()
+		go writeRunner(codeW, cfg.RunnerVersion, cfg.RunnerCode)
+	}
+	return pid, Pipes{In: inW, Ctl: ctlR, Stdout: outR, Stderr: errR}, nil
+}
+
+// bootSource starts a worker from the compiled runner on fd 5, laid out
+// as writeRunner writes it. If the interpreter is not the one that
+// compiled it, it compiles the runner's source instead.
+const bootSource = `import marshal, os, sys
+def _boot():
+    parts = []
+    while True:
+        b = os.read(5, 1 << 20)
+        if not b:
+            break
+        parts.append(b)
+    os.close(5)
+    head, _, data = b"".join(parts).partition(b"\n")
+    vn, cn = map(int, head.split())
+    if data[:vn].decode() == sys.version:
+        return marshal.loads(data[vn:vn + cn])
+    return compile(data[vn + cn:], "<string>", "exec")
+exec(_boot())
+`
+
+// writeRunner writes the header line "<version length> <code length>",
+// the version, the compiled runner and its source to w, then closes it.
+func writeRunner(w *os.File, version string, code []byte) {
+	defer w.Close()
+	head := strconv.Itoa(len(version)) + " " + strconv.Itoa(len(code)) + "\n"
+	for _, p := range [][]byte{[]byte(head), []byte(version), code, []byte(runnerSource)} {
+		if _, err := w.Write(p); err != nil {
+			return // the worker died; its start fails and says so
+		}
+	}
+}
+
+// reaper collects every child that exits, including orphans that the
+// kernel hands to this process because it is a child subreaper.
+type reaper struct {
+	mu    sync.Mutex
+	watch map[int]func(syscall.WaitStatus)
+}
+
+func (r *reaper) run(stop <-chan struct{}) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGCHLD)
+	defer signal.Stop(sig)
+	tick := time.NewTicker(time.Second) // in case a SIGCHLD is coalesced away
+	defer tick.Stop()
+	for {
+		r.reap()
+		select {
+		case <-sig:
+		case <-tick.C:
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (r *reaper) reap() {
+	for {
+		r.mu.Lock()
+		var st syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &st, syscall.WNOHANG, nil)
+		if pid > 0 {
+			if onExit, ok := r.watch[pid]; ok {
+				delete(r.watch, pid)
+				onExit(st)
+			}
+		}
+		r.mu.Unlock()
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// KillTree SIGKILLs every descendant of pid, repeating until none is left
+// (a process may fork while we look).
+func KillTree(pid int) {
+	for round := 0; round < 50; round++ {
+		kids := Descendants(pid)
+		if len(kids) == 0 {
+			return
+		}
+		for _, k := range kids {
+			_ = syscall.Kill(k, syscall.SIGKILL)
+		}
+		time.Sleep(time.Duration(round+1) * time.Millisecond)
+	}
+}
+
+// Descendants lists the live descendants of pid from /proc. Zombies are
+// left out: they are already dead and wait for the reaper.
+func Descendants(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := make(map[int]int, len(ents))
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may contain spaces and parens.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) < 2 || fields[0] == "Z" || fields[0] == "X" {
+			continue
+		}
+		pp, _ := strconv.Atoi(fields[1])
+		parent[p] = pp
+	}
+	var out []int
+	for p := range parent {
+		for q, hops := parent[p], 0; q != 0 && hops < 4096; q, hops = parent[q], hops+1 {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
