@@ -11,12 +11,6 @@ import (
 	"github.com/adk-codemode/codemode/transport/wire"
 )
 
-// inProcessStages are the stages a jail's init can run in its own process
-// (see Spec.inProcess).
-var inProcessStages = map[string]func(argv []string) int{
-	sandboxserver.SupervisorStage: sandboxserver.RunSupervisor,
-}
-
 // serverTasks is how many of the jail's tasks are kept for the
 // supervisor's threads: the Python worker's RLIMIT_NPROC is the jail's
 // Processes less this.

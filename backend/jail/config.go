@@ -114,9 +114,10 @@ type Spec struct {
 	// [os/exec.Cmd.ExtraFiles].
 	ExtraFiles []*os.File
 
-	// inProcess names an entry of inProcessStages that the jail's init
-	// runs in its own process, as pid 1, instead of starting a payload
-	// (one exec less). Args is its argv. Used by [Backend].
+	// inProcess names a stage that the jail's init runs in its own
+	// process, as pid 1, instead of starting a payload (one exec less):
+	// one of package initstage's (the supervisor's). Args is its argv.
+	// Used by [Backend].
 	inProcess string
 	// template runs the payload as a template that forks sessions: it
 	// gets the template's seccomp filter, and the jail lasts until the

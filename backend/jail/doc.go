@@ -14,11 +14,14 @@
 //
 // [Start] re-executes the running binary through /proc/self/exe with argv0
 // "codemode-jail-init", in new user, mount, pid, network, IPC, UTS and
-// cgroup namespaces. The package's init function recognises that argv0 and
-// runs the jail's setup instead of the host program, so the jail works in
-// any program that imports this package and in go test binaries. The
-// configuration travels over an inherited pipe, never the environment: the
-// payload's environment is exactly [Spec.Env].
+// cgroup namespaces. An init function recognises that argv0 and runs the
+// jail's setup instead of the host program, so the jail works in any
+// program that imports this package and in go test binaries. It is that of
+// an internal package that depends only on packages Go initializes early,
+// so the re-executed program reaches it before most of its own package
+// initializers, which then never run in the jail. The configuration
+// travels over an inherited pipe, never the environment: the payload's
+// environment is exactly [Spec.Env].
 //
 // The host side first places the new process in its memory and pids
 // cgroups, then releases it. The init stage then, as root of its own user

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
 )
 
 func TestEnvIsExactlySpecEnv(t *testing.T) {
@@ -82,8 +84,8 @@ print(os.getpid())
 	if len(lines) != 3 {
 		t.Fatalf("probe output: %q %s", r.stdout, r.stderr)
 	}
-	if lines[1] != stageInit {
-		t.Errorf("pid 1 is %q, want the jail init %q", lines[1], stageInit)
+	if lines[1] != initstage.StageInit {
+		t.Errorf("pid 1 is %q, want the jail init %q", lines[1], initstage.StageInit)
 	}
 	var pids []int
 	if err := json.Unmarshal([]byte(lines[0]), &pids); err != nil {

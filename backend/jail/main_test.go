@@ -22,7 +22,7 @@ import (
 var testMark = fmt.Sprintf("CODEMODE_JAIL_TEST=%d", os.Getpid())
 
 // Helper stages of the test binary, recognised by argv0 (the jail's own
-// stages are caught earlier, by the package's init hook).
+// stages are caught earlier, by the init hook of package initstage).
 const (
 	helperSelf = "jail-test-self" // payload of Spec.Self: reports identity
 	helperHost = "jail-test-host" // a host process that starts a jail (SIGKILL and rootless tests)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
 )
 
 // Cmd is a running jail. Its methods may be called from any goroutine;
@@ -65,7 +67,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		}
 	}
 
-	ic := &initConfig{
+	ic := &initstage.Config{
 		Rootless: rootless, PayloadUID: PayloadID, PayloadGID: PayloadID,
 		WorkspaceBytes: cfg.WorkspaceBytes, TmpBytes: cfg.TmpBytes,
 		Files: cfg.Files, FilesBytes: filesBytes,
@@ -111,7 +113,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 	}
 	extraFiles := []*os.File{}
 	for _, t := range targets {
-		tm := treeMount{Target: t}
+		tm := initstage.TreeMount{Target: t}
 		if !rootless {
 			fd, err := unix.OpenTree(unix.AT_FDCWD, t, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 			if err != nil {
@@ -122,12 +124,12 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 			}
 			f := os.NewFile(uintptr(fd), t)
 			c.trees = append(c.trees, f)
-			tm.FD = fdFirstPass + len(extraFiles)
+			tm.FD = initstage.FDFirstPass + len(extraFiles)
 			extraFiles = append(extraFiles, f)
 		}
 		ic.Trees = append(ic.Trees, tm)
 	}
-	ic.ExtraFirst = fdFirstPass + len(extraFiles)
+	ic.ExtraFirst = initstage.FDFirstPass + len(extraFiles)
 	ic.ExtraCount = len(spec.ExtraFiles)
 	extraFiles = append(extraFiles, spec.ExtraFiles...)
 
@@ -151,7 +153,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 	defer statR.Close()
 
 	cmd := exec.CommandContext(ctx, "/proc/self/exe")
-	cmd.Args = []string{stageInit}
+	cmd.Args = []string{initstage.StageInit}
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
@@ -197,7 +199,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 	werr := json.NewEncoder(cfgW).Encode(ic)
 	cfgW.Close()
 	data, rerr := io.ReadAll(statR)
-	var msg statusMsg
+	var msg initstage.Status
 	if rerr != nil || len(data) == 0 || json.Unmarshal(data, &msg) != nil {
 		_ = cmd.Process.Kill()
 		waitErr := cmd.Wait()
@@ -207,12 +209,17 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		}
 		return nil, fmt.Errorf("jail: init exited before reporting (config write: %w): %w", werr, waitErr)
 	}
-	if err := msg.err(); err != nil {
+	if err := setupErr(&msg); err != nil {
 		_ = cmd.Wait()
 		_ = cg.remove()
 		return nil, err
 	}
-	c.enf = *msg.Enf
+	if msg.Enf == nil {
+		_ = cmd.Wait()
+		_ = cg.remove()
+		return nil, errors.New("jail: init reported no enforcement")
+	}
+	c.enf = Enforcement(*msg.Enf)
 	c.enf.Rootless = rootless
 	c.enf.UIDMap = uidMapString(rootless, cfg)
 	cg.enforce(&c.enf)
@@ -222,6 +229,18 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 	c.trees = nil
 	ok = true
 	return c, nil
+}
+
+// setupErr is the setup failure that the init stage reports, or nil.
+func setupErr(m *initstage.Status) error {
+	if m.Op == "" {
+		return nil
+	}
+	var err error = errors.New(m.Msg)
+	if m.Errno != 0 {
+		err = syscall.Errno(m.Errno)
+	}
+	return &SetupError{Op: m.Op, Err: err}
 }
 
 func sysProcAttr(rootless bool, cfg Config) *syscall.SysProcAttr {

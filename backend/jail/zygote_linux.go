@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
 	"github.com/adk-codemode/codemode/internal/clip"
 	"github.com/adk-codemode/codemode/internal/tailbuf"
 	"github.com/adk-codemode/codemode/sandboxserver"
@@ -504,7 +505,7 @@ func forkSession(cfg Config, c sandboxserver.Command) (*Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	filter, err := filterBytes()
+	filter, err := initstage.FilterBytes()
 	if err != nil {
 		return nil, err
 	}

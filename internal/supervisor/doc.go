@@ -11,8 +11,8 @@
 //
 // The supervisor runs in a re-execution of the host program: under the
 // argv[0] [Stage], whose hook is this package's init function, or in the
-// init process of a jail (package backend/jail), whose hook is that
-// package's. Go runs package initializers in dependency order, and
+// init process of a jail (backend/jail/internal/initstage), whose hook is
+// that package's. Go runs package initializers in dependency order, and
 // among the packages whose dependencies are done, in the order of their
 // import paths. A hook therefore runs only once every package it depends
 // on has been initialized, and a dependency that sorts late (net waits for

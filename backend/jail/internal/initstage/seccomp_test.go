@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package jail
+package initstage
 
 import (
 	"encoding/binary"

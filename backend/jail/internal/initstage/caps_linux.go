@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package jail
+package initstage
 
 import (
 	"syscall"
@@ -32,7 +32,7 @@ const (
 // which is therefore left enabled). Rootless: the uid stays 0, so
 // SECBIT_NOROOT (exec does not grant root capabilities), an empty bounding
 // set and an explicit capset do the work.
-func dropPrivileges(c *initConfig, enf *Enforcement) error {
+func dropPrivileges(c *Config, enf *Enforcement) error {
 	for capNr := 0; capNr <= 63; capNr++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(capNr), 0, 0, 0); err != nil && err != unix.EINVAL {
 			return stepErr("drop capability bounding set", err)
@@ -66,9 +66,9 @@ func dropPrivileges(c *initConfig, enf *Enforcement) error {
 	return nil
 }
 
-// templateCaps leaves a rootless template (zygote_linux.go) one
-// capability of its own user namespace, CAP_SETFCAP, carried across the
-// exec of its interpreter as an ambient capability: the kernel lets a
+// templateCaps leaves a rootless template (backend/jail's zygote_linux.go)
+// one capability of its own user namespace, CAP_SETFCAP, carried across
+// the exec of its interpreter as an ambient capability: the kernel lets a
 // nested user namespace map an id onto its parent's uid 0 (the only id a
 // rootless jail has) only if its creator had CAP_SETFCAP. Every session
 // forked from it drops it with the rest. It replaces dropPrivileges.

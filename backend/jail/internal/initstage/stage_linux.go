@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package jail
+package initstage
 
 import (
 	"encoding/json"
@@ -8,31 +8,41 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"path"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/internal/supervisor"
 )
 
+// inProcess are the stages a jail's init can run in its own process (see
+// Config.InProcess).
+var inProcess = map[string]func(argv []string) int{
+	supervisor.Stage: supervisor.Run,
+}
+
 // The init hook: a jail re-executes the host binary with a stage name as
-// argv0, so any program importing this package (including go test
+// argv0, so any program importing backend/jail (including go test
 // binaries) can act as the jail's init. Nothing else of the host program
-// runs in the jail except other packages' init functions that ran earlier.
+// runs in the jail except other packages' init functions that ran earlier:
+// those this package depends on, and those that sort before it and were
+// ready (see the package documentation).
 func init() {
 	if len(os.Args) == 0 {
 		return
 	}
 	switch os.Args[0] {
-	case stageInit:
+	case StageInit:
 		// The bounding set, securebits, capabilities, PDEATHSIG and
 		// no_new_privs are per thread: do everything, including the fork
 		// of the payload, on this (the main) thread.
 		runtime.LockOSThread()
 		os.Exit(runInit())
-	case stageExec:
+	case StageExec:
 		runtime.LockOSThread()
 		runExec()
 	}
@@ -40,10 +50,10 @@ func init() {
 
 // runInit is pid 1 of the jail. It returns the exit code: the payload's
 // status (128+signal if it was killed), or 126 when setup failed (the
-// reason went to the host over fdStatus).
+// reason went to the host over FDStatus).
 func runInit() int {
-	status := os.NewFile(fdStatus, "status")
-	report := func(m statusMsg) {
+	status := os.NewFile(FDStatus, "status")
+	report := func(m Status) {
 		b, _ := json.Marshal(m)
 		_, _ = status.Write(b)
 		status.Close()
@@ -55,7 +65,7 @@ func runInit() int {
 
 	// The host releases us once we are in our cgroups.
 	var b [1]byte
-	if n, err := unix.Read(fdLifeline, b[:]); n != 1 {
+	if n, err := unix.Read(FDLifeline, b[:]); n != 1 {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
@@ -67,8 +77,8 @@ func runInit() int {
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 		return fail(stepErr("enter a cgroup namespace rooted at the jail's cgroups", err))
 	}
-	var c initConfig
-	cf := os.NewFile(fdConfig, "config")
+	var c Config
+	cf := os.NewFile(FDConfig, "config")
 	if err := readJSON(cf, &c); err != nil {
 		return fail(stepErr("read config", err))
 	}
@@ -153,8 +163,8 @@ func runInit() int {
 	if err != nil {
 		return fail(err)
 	}
-	report(statusMsg{Enf: &enf})
-	unix.Close(fdLifeline)
+	report(Status{Enf: &enf})
+	unix.Close(FDLifeline)
 	if c.Template {
 		// The template's descriptors are its own: a template that dies
 		// must close its control socket, which the host then sees.
@@ -193,13 +203,13 @@ func reapAll() {
 // stage applies the limit to the processes it starts (the supervisor
 // does so for its Python worker). It reports ran=false for an unknown
 // stage.
-func runInProcess(c *initConfig, enf *Enforcement, report func(statusMsg)) (code int, ran bool) {
-	fn := inProcessStages[c.InProcess]
+func runInProcess(c *Config, enf *Enforcement, report func(Status)) (code int, ran bool) {
+	fn := inProcess[c.InProcess]
 	if fn == nil {
 		return 0, false
 	}
-	report(statusMsg{Enf: enf})
-	unix.Close(fdLifeline)
+	report(Status{Enf: enf})
+	unix.Close(FDLifeline)
 	for i := 0; i < c.ExtraCount; i++ {
 		if err := unix.Dup3(c.ExtraFirst+i, 3+i, 0); err != nil {
 			return 126, true
@@ -219,7 +229,7 @@ func runInProcess(c *initConfig, enf *Enforcement, report func(statusMsg)) (code
 // because the Go runtime of init reserves more address space than a
 // payload limit would allow. A jail cannot raise a hard limit, so a value
 // above the host's hard limit is clamped to it.
-func setRlimits(c *initConfig) (map[string]uint64, error) {
+func setRlimits(c *Config) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	set := func(name string, res int, v uint64) error {
 		var cur syscall.Rlimit
@@ -259,7 +269,7 @@ func setRlimits(c *initConfig) (map[string]uint64, error) {
 
 // hostGone reports whether the host end of the lifeline pipe is closed.
 func hostGone() bool {
-	fds := []unix.PollFd{{Fd: fdLifeline, Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: FDLifeline, Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0
 }
@@ -283,7 +293,7 @@ func loopbackUp() error {
 }
 
 // payloadPath resolves Spec.Args[0] inside the jail.
-func payloadPath(c *initConfig) (string, error) {
+func payloadPath(c *Config) (string, error) {
 	if c.Self {
 		// The magic link still reaches the host binary after pivot_root.
 		return "/proc/self/exe", nil
@@ -298,8 +308,8 @@ func payloadPath(c *initConfig) (string, error) {
 			pathEnv = v
 		}
 	}
-	for _, dir := range filepath.SplitList(pathEnv) {
-		p := filepath.Join(dir, name)
+	for _, dir := range splitList(pathEnv) {
+		p := path.Join(dir, name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && unix.Access(p, unix.X_OK) == nil {
 			return p, nil
 		}
@@ -307,10 +317,19 @@ func payloadPath(c *initConfig) (string, error) {
 	return "", stepErr("find "+name+" in PATH", unix.ENOENT)
 }
 
+// splitList splits a PATH-like list, as filepath.SplitList does on Linux
+// (whose package this one does not import, see the package documentation).
+func splitList(list string) []string {
+	if list == "" {
+		return []string{}
+	}
+	return strings.Split(list, ":")
+}
+
 // startPayload forks the payload from this thread. With an address-space
 // limit it goes through the launcher stage, which sets RLIMIT_AS and
 // execs; exec failures come back over a close-on-exec pipe.
-func startPayload(c *initConfig) (int, error) {
+func startPayload(c *Config) (int, error) {
 	path, err := payloadPath(c)
 	if err != nil {
 		return 0, err
@@ -335,7 +354,7 @@ func startPayload(c *initConfig) (int, error) {
 	n := len(files)
 	attr.Files = append(files, cfgR.Fd(), errW.Fd())
 	attr.Env = []string{}
-	pid, err := syscall.ForkExec("/proc/self/exe", []string{stageExec, strconv.Itoa(n)}, attr)
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{StageExec, strconv.Itoa(n)}, attr)
 	cfgR.Close()
 	errW.Close()
 	defer errR.Close()
@@ -351,7 +370,7 @@ func startPayload(c *initConfig) (int, error) {
 	}
 	var ws unix.WaitStatus
 	_, _ = unix.Wait4(pid, &ws, 0, nil)
-	var m statusMsg
+	var m Status
 	if len(msg) == 0 || json.Unmarshal(msg, &m) != nil || m.Op == "" {
 		return 0, stepErr("start the payload launcher", io.ErrUnexpectedEOF)
 	}

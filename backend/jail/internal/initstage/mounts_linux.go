@@ -1,12 +1,11 @@
 //go:build linux && amd64
 
-package jail
+package initstage
 
 import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -44,7 +43,7 @@ type bindSrc struct {
 
 // buildRoot assembles the jail's filesystem and pivots into it. It runs as
 // inside-root in the jail's fresh user and mount namespaces.
-func buildRoot(c *initConfig) error {
+func buildRoot(c *Config) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return stepErr("make / private", err)
 	}
@@ -55,7 +54,7 @@ func buildRoot(c *initConfig) error {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
 			if err == unix.ENOSYS {
-				return fmt.Errorf("%w (open_tree: %w)", ErrUnsupported, err)
+				return fmt.Errorf("%w (open_tree: %w)", errUnsupported, err)
 			}
 			return stepErr("clone "+src, err)
 		}
@@ -131,7 +130,7 @@ func buildRoot(c *initConfig) error {
 	if err := mountTmpfs(root, "new root", "mode=0755,size=16m", 0); err != nil {
 		return err
 	}
-	at := func(p string) string { return filepath.Join(root, p) }
+	at := func(p string) string { return path.Join(root, p) }
 	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "workspace", "codemode"} {
 		if err := os.Mkdir(at(d), 0o755); err != nil {
 			return stepErr("create /"+d, err)
@@ -270,11 +269,11 @@ func setattr(p string, attr uint64, recursive bool) error {
 // makeMountPoint creates the file or directory at target (inside root) that
 // a bind of the same kind as the host's target needs.
 func makeMountPoint(root, target string) error {
-	dst := filepath.Join(root, target)
+	dst := path.Join(root, target)
 	if _, err := os.Lstat(dst); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return stepErr("create parents of "+target, err)
 	}
 	if fi, err := os.Stat(target); err == nil && !fi.IsDir() {
@@ -285,7 +284,7 @@ func makeMountPoint(root, target string) error {
 
 // writeEtc synthesizes /etc: accounts for the sandbox user, hosts, and
 // copies of small host files.
-func writeEtc(dir string, c *initConfig, copies map[string][]byte, links map[string]string) error {
+func writeEtc(dir string, c *Config, copies map[string][]byte, links map[string]string) error {
 	files := map[string]string{
 		"passwd": fmt.Sprintf("root:x:0:0:root:/workspace:/usr/sbin/nologin\n"+
 			"sandbox:x:%d:%d:sandbox:/workspace:/usr/sbin/nologin\n"+
@@ -297,17 +296,17 @@ func writeEtc(dir string, c *initConfig, copies map[string][]byte, links map[str
 		"resolv.conf":   "",
 	}
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+		if err := os.WriteFile(path.Join(dir, name), []byte(data), 0o644); err != nil {
 			return stepErr("write /etc/"+name, err)
 		}
 	}
 	for name, data := range copies {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		if err := os.WriteFile(path.Join(dir, name), data, 0o644); err != nil {
 			return stepErr("write /etc/"+name, err)
 		}
 	}
 	for name, t := range links {
-		if err := os.Symlink(t, filepath.Join(dir, name)); err != nil {
+		if err := os.Symlink(t, path.Join(dir, name)); err != nil {
 			return stepErr("write /etc/"+name, err)
 		}
 	}
@@ -316,14 +315,14 @@ func writeEtc(dir string, c *initConfig, copies map[string][]byte, links map[str
 
 // writeFiles fills /codemode from Config.Files on a tmpfs sized to fit,
 // then makes it read-only.
-func writeFiles(dir string, c *initConfig) error {
+func writeFiles(dir string, c *Config) error {
 	size := c.FilesBytes + int64(len(c.Files))*8192 + 1<<20
 	if err := mountTmpfs(dir, "/codemode", fmt.Sprintf("mode=0755,size=%d", size), 0); err != nil {
 		return err
 	}
 	for name, data := range c.Files {
-		p := filepath.Join(dir, filepath.FromSlash(path.Clean(name)))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		p := path.Join(dir, path.Clean(name))
+		if err := os.MkdirAll(path.Dir(p), 0o755); err != nil {
 			return stepErr("create /codemode/"+path.Dir(name), err)
 		}
 		if err := os.WriteFile(p, data, 0o444); err != nil {

@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package jail
+package initstage
 
 import (
 	"encoding/binary"
@@ -58,9 +58,9 @@ const (
 func filterProgram() []bpf.Instruction { return filterFor(false) }
 
 // templateAllowed are the calls of deniedSyscalls that a template process
-// (see zygote_linux.go) keeps, because the sessions it forks need them
-// to build their own namespaces and mounts before they load the full
-// filter. They are denied to every session and its code.
+// (see backend/jail's zygote_linux.go) keeps, because the sessions it
+// forks need them to build their own namespaces and mounts before they
+// load the full filter. They are denied to every session and its code.
 var templateAllowed = map[uint32]bool{unix.SYS_MOUNT: true, unix.SYS_UNSHARE: true}
 
 // filterFor is the filter of a session (template false) or of a template:
@@ -107,9 +107,9 @@ func filterFor(template bool) []bpf.Instruction {
 	)
 }
 
-// filterBytes is the session filter as the kernel takes it: struct
+// FilterBytes is the session filter as the kernel takes it: struct
 // sock_filter entries, for a session that loads it itself.
-func filterBytes() ([]byte, error) {
+func FilterBytes() ([]byte, error) {
 	raw, err := bpf.Assemble(filterProgram())
 	if err != nil {
 		return nil, err
