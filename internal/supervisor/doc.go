@@ -28,5 +28,6 @@
 // socket is read and written with recvmsg and sendmsg through the runtime's
 // poller), no os/exec, no path/filepath (package path does for Linux
 // paths), no regexp, and nothing of transport/wire, which imports log/slog:
-// [FileInfo] and [MaxLine] are that package's, restated.
+// [FileInfo] and [MaxLine] are that package's, restated. A test in
+// internal/layering holds the package to this.
 package supervisor

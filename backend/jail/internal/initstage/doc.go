@@ -24,5 +24,6 @@
 // and each of their initializers would run at every cold start of a jail.
 // Here the hook depends on the standard library's early packages,
 // golang.org/x/sys/unix, golang.org/x/net/bpf and internal/supervisor
-// only.
+// only. The tests in internal/layering and TestHookRunsEarly here hold it
+// to that.
 package initstage

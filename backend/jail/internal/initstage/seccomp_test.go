@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package initstage
+package initstage_test
 
 import (
 	"encoding/binary"
@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
 )
 
 // TestSeccompFilterDecisions runs the filter in a BPF interpreter over
@@ -16,7 +18,7 @@ import (
 // where the kernel loads them in native order, so the synthetic packet is
 // written big-endian: the program only ever loads whole 32-bit words.)
 func TestSeccompFilterDecisions(t *testing.T) {
-	vm, err := bpf.NewVM(filterProgram())
+	vm, err := bpf.NewVM(initstage.FilterProgram())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,28 +31,28 @@ func TestSeccompFilterDecisions(t *testing.T) {
 		arg0 uint32
 		want uint32
 	}{
-		{"i386 getpid", auditArchI386, 20, 0, retKill},
-		{"i386 unshare", auditArchI386, 310, unix.CLONE_NEWUSER, retKill},
-		{"x32 getpid", unix.AUDIT_ARCH_X86_64, 0x40000000 | unix.SYS_GETPID, 0, retKill},
-		{"getpid", unix.AUDIT_ARCH_X86_64, unix.SYS_GETPID, 0, retAllow},
-		{"unshare", unix.AUDIT_ARCH_X86_64, unix.SYS_UNSHARE, unix.CLONE_NEWUSER, retEPERM},
-		{"mount", unix.AUDIT_ARCH_X86_64, unix.SYS_MOUNT, 0, retEPERM},
-		{"ptrace", unix.AUDIT_ARCH_X86_64, unix.SYS_PTRACE, 0, retEPERM},
-		{"io_uring_setup", unix.AUDIT_ARCH_X86_64, unix.SYS_IO_URING_SETUP, 0, retEPERM},
+		{"i386 getpid", auditArchI386, 20, 0, initstage.RetKill},
+		{"i386 unshare", auditArchI386, 310, unix.CLONE_NEWUSER, initstage.RetKill},
+		{"x32 getpid", unix.AUDIT_ARCH_X86_64, 0x40000000 | unix.SYS_GETPID, 0, initstage.RetKill},
+		{"getpid", unix.AUDIT_ARCH_X86_64, unix.SYS_GETPID, 0, initstage.RetAllow},
+		{"unshare", unix.AUDIT_ARCH_X86_64, unix.SYS_UNSHARE, unix.CLONE_NEWUSER, initstage.RetEPERM},
+		{"mount", unix.AUDIT_ARCH_X86_64, unix.SYS_MOUNT, 0, initstage.RetEPERM},
+		{"ptrace", unix.AUDIT_ARCH_X86_64, unix.SYS_PTRACE, 0, initstage.RetEPERM},
+		{"io_uring_setup", unix.AUDIT_ARCH_X86_64, unix.SYS_IO_URING_SETUP, 0, initstage.RetEPERM},
 		{"clone3", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE3, 0, errno(unix.ENOSYS)},
-		{"clone thread", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND, retAllow},
-		{"clone fork", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, uint32(unix.SIGCHLD), retAllow},
-		{"clone newuser", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, unix.CLONE_NEWUSER | uint32(unix.SIGCHLD), retEPERM},
-		{"clone newtime", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, unix.CLONE_NEWTIME, retEPERM},
-		{"personality query", unix.AUDIT_ARCH_X86_64, unix.SYS_PERSONALITY, 0xffffffff, retAllow},
-		{"personality linux", unix.AUDIT_ARCH_X86_64, unix.SYS_PERSONALITY, 0, retAllow},
-		{"personality no-aslr", unix.AUDIT_ARCH_X86_64, unix.SYS_PERSONALITY, 0x0040000, retEPERM},
+		{"clone thread", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND, initstage.RetAllow},
+		{"clone fork", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, uint32(unix.SIGCHLD), initstage.RetAllow},
+		{"clone newuser", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, unix.CLONE_NEWUSER | uint32(unix.SIGCHLD), initstage.RetEPERM},
+		{"clone newtime", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, unix.CLONE_NEWTIME, initstage.RetEPERM},
+		{"personality query", unix.AUDIT_ARCH_X86_64, unix.SYS_PERSONALITY, 0xffffffff, initstage.RetAllow},
+		{"personality linux", unix.AUDIT_ARCH_X86_64, unix.SYS_PERSONALITY, 0, initstage.RetAllow},
+		{"personality no-aslr", unix.AUDIT_ARCH_X86_64, unix.SYS_PERSONALITY, 0x0040000, initstage.RetEPERM},
 	}
 	for _, tc := range cases {
 		data := make([]byte, 64)
-		binary.BigEndian.PutUint32(data[offNr:], tc.nr)
-		binary.BigEndian.PutUint32(data[offArch:], tc.arch)
-		binary.BigEndian.PutUint32(data[offArg0:], tc.arg0)
+		binary.BigEndian.PutUint32(data[initstage.OffNr:], tc.nr)
+		binary.BigEndian.PutUint32(data[initstage.OffArch:], tc.arch)
+		binary.BigEndian.PutUint32(data[initstage.OffArg0:], tc.arg0)
 		got, err := vm.Run(data)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -59,11 +61,11 @@ func TestSeccompFilterDecisions(t *testing.T) {
 			t.Errorf("%s: filter returned %#x, want %#x", tc.name, uint32(got), tc.want)
 		}
 	}
-	for _, nr := range deniedSyscalls {
+	for _, nr := range initstage.DeniedSyscalls {
 		data := make([]byte, 64)
-		binary.BigEndian.PutUint32(data[offNr:], nr)
-		binary.BigEndian.PutUint32(data[offArch:], unix.AUDIT_ARCH_X86_64)
-		if got, _ := vm.Run(data); uint32(got) != retEPERM {
+		binary.BigEndian.PutUint32(data[initstage.OffNr:], nr)
+		binary.BigEndian.PutUint32(data[initstage.OffArch:], unix.AUDIT_ARCH_X86_64)
+		if got, _ := vm.Run(data); uint32(got) != initstage.RetEPERM {
 			t.Errorf("syscall %d: filter returned %#x, want EPERM", nr, uint32(got))
 		}
 	}
