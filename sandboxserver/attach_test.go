@@ -28,7 +28,7 @@ import (
 )
 
 // supervisorProc is a real supervisor: this test binary re-executed under
-// SupervisorStage, which the package's init turns into the supervisor.
+// SupervisorStage, which internal/supervisor's init turns into the supervisor.
 type supervisorProc struct {
 	cmd    *exec.Cmd
 	pid    int

@@ -19,9 +19,9 @@
 // program that imports this package and in go test binaries. It is that of
 // an internal package that depends only on packages Go initializes early,
 // so the re-executed program reaches it before most of its own package
-// initializers, which then never run in the jail. The configuration
-// travels over an inherited pipe, never the environment: the payload's
-// environment is exactly [Spec.Env].
+// initializers, which then never run in the jail (docs/benchmarks.md). The
+// configuration travels over an inherited pipe, never the environment: the
+// payload's environment is exactly [Spec.Env].
 //
 // The host side first places the new process in its memory and pids
 // cgroups, then releases it. The init stage then, as root of its own user

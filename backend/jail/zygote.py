@@ -4,7 +4,7 @@
 # mount, pid, network, IPC, UTS and cgroup namespaces, builds its own
 # writable mounts, drops every privilege, loads the seccomp filter the host
 # sends, and then supervises its Python workers over the supervisor
-# protocol (sandboxserver/supconn.go), each worker a fork of itself.
+# protocol (internal/supervisor/conn.go), each worker a fork of itself.
 #
 # fds: 3 the control socket (SOCK_SEQPACKET): the host sends one byte with
 # three descriptors per session (its setup socket, its supervisor socket,

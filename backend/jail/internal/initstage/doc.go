@@ -25,5 +25,5 @@
 // Here the hook depends on the standard library's early packages,
 // golang.org/x/sys/unix, golang.org/x/net/bpf and internal/supervisor
 // only. The tests in internal/layering and TestHookRunsEarly here hold it
-// to that.
+// to that; docs/benchmarks.md has what it saves.
 package initstage
