@@ -411,6 +411,16 @@ func limitSelfAS(limit uint64) bool {
 // runExec is the payload launcher: it applies RLIMIT_AS and execs the
 // payload, or reports why it could not.
 func runExec() {
+	// Once RLIMIT_AS is set this process must map no more memory (a race
+	// build's shadow alone is past any limit). But the runtime samples the
+	// first allocation on each P for the memory profile, and maps the
+	// profiler's table at its first sample: a system call that hands this
+	// thread another P just before Exec allocates would have it map the
+	// table under the limit, and die. One P and no profiling; the switch
+	// takes its one last sample on the allocations below, before the
+	// limit.
+	runtime.GOMAXPROCS(1)
+	runtime.MemProfileRate = 0
 	n, err := strconv.Atoi(os.Args[len(os.Args)-1])
 	if err != nil || n < 3 {
 		os.Exit(127)
