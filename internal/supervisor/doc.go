@@ -17,17 +17,18 @@
 // import paths. A hook therefore runs only once every package it depends
 // on has been initialized, and a dependency that sorts late (net waits for
 // vendor/golang.org/x/net/dns/dnsmessage; path/filepath, log/slog, regexp
-// and os/exec sort after github.com, go.opentelemetry.io and google.golang.org)
-// is initialized only after every package of the program that sorts before
-// it and is ready: in a program that links ADK, most of its packages. Each
-// of their initializers then runs at every start of a sandbox, before the
-// hook.
+// and os/exec sort after github.com, go.opentelemetry.io and
+// google.golang.org) is initialized only after every package of the
+// program that sorts before it and is ready: in a program that links ADK,
+// most of its packages. Each of their initializers then runs at every
+// start of a sandbox, before the hook.
 //
 // So this package and its dependencies keep to the standard library's
 // early packages, golang.org/x/sys/unix and internal/clip: no net (the
 // socket is read and written with recvmsg and sendmsg through the runtime's
 // poller), no os/exec, no path/filepath (package path does for Linux
 // paths), no regexp, and nothing of transport/wire, which imports log/slog:
-// [FileInfo] and [MaxLine] are that package's, restated. A test in
-// internal/layering holds the package to this.
+// [FileInfo] and [MaxLine] are that package's, restated. Tests in
+// internal/layering and backend/jail/internal/initstage hold the package
+// to this.
 package supervisor
