@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/adk-codemode/codemode/internal/fdcheck"
 	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/wire"
@@ -209,7 +210,7 @@ func TestAttachSupervisorStopsReading(t *testing.T) {
 // supCloseTimeout, rather than wait for its replies to time out.
 func TestAttachCloseBounded(t *testing.T) {
 	setVar(t, &supCloseTimeout, 500*time.Millisecond)
-	base := fdBaseline(t)
+	base := fdcheck.Baseline(t)
 	s, w, c := attachFake(t, nil, func(c *supervisor.Conn, m supervisor.Msg) bool {
 		return m.Op == "kill" // never answered
 	})
@@ -221,7 +222,7 @@ func TestAttachCloseBounded(t *testing.T) {
 	}
 	w.conn.Close()
 	c.Close()
-	checkFDs(t, base)
+	fdcheck.Check(t, base)
 }
 
 // A supervisor that kept a copy of the worker's pipes and makes
@@ -267,7 +268,7 @@ func TestAttachOwnsWorkerPipes(t *testing.T) {
 
 // The descriptors of a reply that nobody asked for are closed.
 func TestAttachDropsUnsolicitedReply(t *testing.T) {
-	base := fdBaseline(t)
+	base := fdcheck.Baseline(t)
 	s, w, c := attachFake(t, nil, nil)
 	r, wr, err := os.Pipe()
 	if err != nil {
@@ -286,7 +287,7 @@ func TestAttachDropsUnsolicitedReply(t *testing.T) {
 	}
 	w.conn.Close()
 	c.Close()
-	checkFDs(t, base)
+	fdcheck.Check(t, base)
 }
 
 // Errors about the first worker, which comes unasked, name the

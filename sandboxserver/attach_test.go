@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/adk-codemode/codemode/internal/fdcheck"
 	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/wire"
@@ -569,8 +570,8 @@ func dupFile(f *os.File) (*os.File, error) {
 // the host must release every descriptor it got.
 func attachHostile(t *testing.T, behave func(t *testing.T, c *fakeSup)) error {
 	t.Helper()
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	hostEnd, sandboxEnd, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
@@ -747,8 +748,8 @@ func TestAttachRejectsBadAnswers(t *testing.T) {
 // first worker's pipes holds Attach up for supSpawnTimeout (60s) at most;
 // a caller's context that ends sooner must end Attach sooner.
 func TestAttachSupervisorNeverAnswers(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	hostEnd, sandboxEnd, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
@@ -941,7 +942,7 @@ func TestAttachLaterSpawnNotAPipe(t *testing.T) {
 // left open.
 func TestAttachCloseReleasesDescriptors(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	base := fdBaseline(t)
+	base := fdcheck.Baseline(t)
 	s, _, _ := attachSession(t, nil)
 	runCode(t, s, "open('a.txt', 'w').write('a')")
 	runCode(t, s, "import os\nos._exit(3)") // a second worker
@@ -951,7 +952,7 @@ func TestAttachCloseReleasesDescriptors(t *testing.T) {
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		extra := newFDs(t, base)
+		extra := fdcheck.Added(t, base)
 		if len(extra) == 0 {
 			return
 		}

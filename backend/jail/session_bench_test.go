@@ -22,16 +22,9 @@ import (
 // (the template is started before the timed loop); "cold" starts each
 // session's jail from scratch (Backend.Cold).
 func BenchmarkSessionColdStart(b *testing.B) {
-	for _, forked := range []bool{true, false} {
-		name := "cold"
-		if forked {
-			name = "forked"
-		}
-		b.Run(name, func(b *testing.B) {
-			be := &jail.Backend{Cold: true}
-			if forked {
-				be = jail.ForkingBackend(jail.Config{})
-			}
+	for _, start := range startPaths {
+		b.Run(start.name, func(b *testing.B) {
+			forked, be := start.forked, start.backend()
 			defer be.Close()
 			// One session before the loop: it skips where the jail cannot
 			// run, and starts the template of the forked case.
@@ -46,6 +39,17 @@ func BenchmarkSessionColdStart(b *testing.B) {
 			benchOpenVsBare(b, be, be, nil)
 		})
 	}
+}
+
+// startPaths are the two ways a session starts: forked from a template
+// (the default, even where CODEMODE_JAIL_START=cold is set) and cold.
+var startPaths = []struct {
+	name    string
+	forked  bool
+	backend func() *jail.Backend
+}{
+	{"forked", true, func() *jail.Backend { return jail.ForkingBackend(jail.Config{}) }},
+	{"cold", false, func() *jail.Backend { return &jail.Backend{Cold: true} }},
 }
 
 // benchOpenVsBare is transporttest.BenchOpenVsBare with be's interpreter.
@@ -82,16 +86,9 @@ func BenchmarkToolCall(b *testing.B) {
 // dirty pages, from /proc/PID/smaps_rollup) of an idle session's
 // processes, its pid 1 and its worker, for a forked and a cold session.
 func BenchmarkSessionMemory(b *testing.B) {
-	for _, forked := range []bool{true, false} {
-		name := "cold"
-		if forked {
-			name = "forked"
-		}
-		b.Run(name, func(b *testing.B) {
-			be := &jail.Backend{Cold: true}
-			if forked {
-				be = jail.ForkingBackend(jail.Config{})
-			}
+	for _, start := range startPaths {
+		b.Run(start.name, func(b *testing.B) {
+			be := start.backend()
 			defer be.Close()
 			var uss []float64
 			for b.Loop() {

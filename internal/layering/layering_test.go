@@ -51,6 +51,7 @@ var layers = map[string]int{
 	"transport":                       9,
 	"internal/supervisor":             9,
 	"internal/clip":                   10,
+	"internal/fdcheck":                10,
 	"internal/tailbuf":                10,
 	"internal/layering":               10,
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/internal/fdcheck"
 )
 
 type decodeCase struct {
@@ -193,26 +194,6 @@ func FuzzDecodeMsg(f *testing.F) {
 
 // --- supConn over a real socket pair ---------------------------------------
 
-// fdSet is the process's open descriptors, each as "number→target".
-// Targets of pipes and sockets name their inode, so a descriptor number
-// reused for another pipe does not look like the old one.
-type fdSet map[string]bool
-
-func openFDs(t testing.TB) fdSet {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd:", err)
-	}
-	out := fdSet{}
-	for _, e := range ents {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			out[e.Name()+"→"+l] = true
-		}
-	}
-	return out
-}
-
 // socketPair returns the two ends of a non-blocking stream socket, as the
 // host makes them for a supervisor.
 func socketPair() (a, b *os.File, err error) {
@@ -228,53 +209,6 @@ func socketPair() (a, b *os.File, err error) {
 func shut(c *Conn) {
 	c.DropFDs()
 	_ = c.Close()
-}
-
-// fdBaseline returns the open descriptors after making sure that the
-// runtime's poller (which holds descriptors of its own) is up.
-func fdBaseline(t testing.TB) fdSet {
-	t.Helper()
-	a, b, err := socketPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Close()
-	b.Close()
-	return openFDs(t)
-}
-
-// newFDs lists the descriptors open now that were not in base. Those of
-// base that were closed since (an earlier test's files collected by the
-// garbage collector) do not count.
-func newFDs(t testing.TB, base fdSet) []string {
-	t.Helper()
-	var out []string
-	for fd := range openFDs(t) {
-		if !base[fd] && !strings.Contains(fd, "/proc/") {
-			out = append(out, fd)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// checkFDs fails t unless every descriptor open now was open at base.
-// Descriptors held by a goroutine that is still returning from a read are
-// closed when it returns, so it waits a little.
-func checkFDs(t testing.TB, base fdSet) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		extra := newFDs(t, base)
-		if len(extra) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("descriptors left open: %s", strings.Join(extra, " "))
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // supPair returns two supConns on a fresh socket pair: a sends what b's
@@ -363,8 +297,8 @@ func isFIFO(fd int) bool {
 // of four pipes: exactly four descriptors arrive, each usable as the write
 // end of its own pipe, in order.
 func TestConnPassesDescriptors(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, sup := supPair(t, SupervisorOps, HostOps)
 	defer shut(host)
 	defer shut(sup)
@@ -426,8 +360,8 @@ func TestConnPassesDescriptors(t *testing.T) {
 // hand both over in one read, and the descriptor must still go to the
 // message that announced it.
 func TestConnDescriptorsFollowTheirMessage(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, sup := supPair(t, SupervisorOps, HostOps)
 	defer shut(host)
 	defer shut(sup)
@@ -471,8 +405,8 @@ func TestConnDescriptorsFollowTheirMessage(t *testing.T) {
 // TestConnLargeMessage sends messages of several MiB both ways, with a
 // descriptor after them.
 func TestConnLargeMessage(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, sup := supPair(t, SupervisorOps, HostOps)
 	defer shut(host)
 	defer shut(sup)
@@ -543,8 +477,8 @@ func TestConnLargeMessage(t *testing.T) {
 // announcing none are not handed out with it and are closed once the
 // stream has moved past them, so that they never pile up.
 func TestConnUnannouncedDescriptors(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, raw := rawPair(t, SupervisorOps)
 	defer shut(host)
 	defer raw.Close()
@@ -593,8 +527,8 @@ func TestConnUnannouncedDescriptors(t *testing.T) {
 // with a message announcing none must not be handed to a later message
 // that announces one, in place of the descriptor that came with it.
 func TestConnUnannouncedDescriptorsNotHandedOn(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, raw := rawPair(t, SupervisorOps)
 	defer shut(host)
 	defer raw.Close()
@@ -643,8 +577,8 @@ func TestConnUnannouncedDescriptorsNotHandedOn(t *testing.T) {
 // TestConnTooManyDescriptorsAtOnce: a message with more descriptors
 // than fit in the receive buffer fails; none leak.
 func TestConnTooManyDescriptorsAtOnce(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, raw := rawPair(t, SupervisorOps)
 	defer shut(host)
 	defer raw.Close()
@@ -675,8 +609,8 @@ func TestConnMissingDescriptors(t *testing.T) {
 		`{"op":"files","fds":1,"watching":true}`,
 	} {
 		t.Run("", func(t *testing.T) {
-			base := fdBaseline(t)
-			defer checkFDs(t, base)
+			base := fdcheck.Baseline(t)
+			defer fdcheck.Check(t, base)
 			host, raw := rawPair(t, SupervisorOps)
 			defer shut(host)
 			defer raw.Close()
@@ -692,8 +626,8 @@ func TestConnMissingDescriptors(t *testing.T) {
 	}
 
 	// Fewer than announced: three of four.
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, raw := rawPair(t, SupervisorOps)
 	defer shut(host)
 	defer raw.Close()
@@ -715,8 +649,8 @@ func TestConnMissingDescriptors(t *testing.T) {
 // TestConnBadLines: a line that does not decode fails the receive, and
 // the end of the stream is io.EOF, also in the middle of a line.
 func TestConnBadLines(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, raw := rawPair(t, SupervisorOps)
 	defer shut(host)
 	if _, err := raw.Write([]byte("{\"op\":\"killed\"}\nnot json\n{\"op\":\"killed\"}\n{\"op\":\"kil")); err != nil {
@@ -741,8 +675,8 @@ func TestConnBadLines(t *testing.T) {
 // instead of growing the buffer without bound. The bound (64 MiB) is
 // lowered here, so that the test sends megabytes rather than tens of them.
 func TestConnLineTooLong(t *testing.T) {
-	base := fdBaseline(t)
-	defer checkFDs(t, base)
+	base := fdcheck.Baseline(t)
+	defer fdcheck.Check(t, base)
 	host, raw := rawPair(t, SupervisorOps)
 	host.maxLine = 4 << 20
 	defer shut(host)
