@@ -129,7 +129,8 @@ func (s *server) resume(w http.ResponseWriter, r *http.Request, cred string, sta
 		http.Error(w, "conflict: there is no session to resume on this sandbox; start a fresh sandbox", http.StatusConflict)
 		return
 	}
-	if err := sess.CheckResume(cred); err != nil {
+	res, err := sess.CheckResume(cred)
+	if err != nil {
 		status := http.StatusUnauthorized
 		if errors.Is(err, wsproto.ErrSessionEnded) || errors.Is(err, wsproto.ErrOtherSession) {
 			status = http.StatusConflict
@@ -147,7 +148,7 @@ func (s *server) resume(w http.ResponseWriter, r *http.Request, cred string, sta
 		s.cfg.Logger.Warn("a resume's WebSocket handshake failed", "from", r.RemoteAddr, "err", err)
 		return
 	}
-	if err := sess.Attach(ws); err != nil {
+	if err := sess.Attach(ws, res); err != nil {
 		s.cfg.Logger.Warn("a resume came too late", "from", r.RemoteAddr, "err", err)
 		return
 	}

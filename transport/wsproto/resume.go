@@ -23,6 +23,11 @@ var ErrNotResumed = errors.New("wsproto: the connection was lost and not resumed
 // errClosed is the error of a closed Resumable.
 var errClosed = errors.New("wsproto: the connection is closed")
 
+// ErrResumeSuperseded is the error of [Resumable.Attach] for a resume
+// that a later one overtook: [Resumable.CheckResume] accepted the later one
+// before this one was attached.
+var ErrResumeSuperseded = errors.New("wsproto: a later resume of the session was accepted; this connection was dropped")
+
 // Redial is how a client's [Resumable] reconnects after a lost
 // connection.
 type Redial struct {
@@ -101,7 +106,7 @@ type Resumable struct {
 func NewServer(l *Stream, opts Options) *Resumable {
 	r := newResumable(opts)
 	r.server, r.key, r.id = true, newKey(), NewSessionID()
-	r.attach(l, true)
+	_ = r.attach(l, true, 0)
 	return r
 }
 
@@ -111,7 +116,7 @@ func NewServer(l *Stream, opts Options) *Resumable {
 func NewClient(l *Stream, opts Options, redial Redial) *Resumable {
 	r := newResumable(opts)
 	r.redial = redial
-	r.attach(l, true)
+	_ = r.attach(l, true, 0)
 	return r
 }
 
@@ -141,39 +146,63 @@ func (r *Resumable) Err() error {
 	return r.err
 }
 
+// A Resume is a resume of the session that [Resumable.CheckResume]
+// accepted, for [Resumable.Attach].
+type Resume struct {
+	attempt uint64
+}
+
 // CheckResume checks a resume credential (a server's [ResumeHeader]) and
 // uses it up: it must name this session, carry a MAC by the session's
 // resume key, and an attempt number above any accepted before.
-func (r *Resumable) CheckResume(credential string) error {
+func (r *Resumable) CheckResume(credential string) (Resume, error) {
 	id, attempt, mac, err := parseResume(credential)
 	if err != nil {
-		return err
+		return Resume{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case r.err != nil:
-		return ErrSessionEnded
+		return Resume{}, ErrSessionEnded
 	case id != r.id:
-		return ErrOtherSession
+		return Resume{}, ErrOtherSession
 	case !hmac.Equal(mac, resumeMAC(r.key, id, strconv.FormatUint(attempt, 10))):
-		return ErrResumeRefused
+		return Resume{}, ErrResumeRefused
 	case attempt <= r.attempt:
-		return ErrResumeReplayed
+		return Resume{}, ErrResumeReplayed
 	}
 	r.attempt = attempt
-	return nil
+	return Resume{attempt: attempt}, nil
 }
 
-// Attach makes ws the session's connection, after [Resumable.CheckResume]
-// accepted the request; the connection it replaces, if any, is dropped.
-func (r *Resumable) Attach(ws *websocket.Conn) error {
-	r.attach(NewStream(ws, r.opts), false)
+// Attach makes ws the session's connection for res, which
+// [Resumable.CheckResume] accepted; the connection it replaces, if any, is
+// dropped. A resume overtaken by a later one, accepted before this one is
+// attached, is not attached: its connection is dropped and Attach returns
+// [ErrResumeSuperseded]. The client has given that connection up, and what
+// it said on it (how much it had received) is out of date.
+func (r *Resumable) Attach(ws *websocket.Conn, res Resume) error {
+	if res.attempt == 0 {
+		_ = ws.Close()
+		return ErrResumeRefused
+	}
+	if err := r.attach(NewStream(ws, r.opts), false, res.attempt); err != nil {
+		return err
+	}
 	return r.Err()
 }
 
-func (r *Resumable) attach(l *Stream, first bool) {
+// attach makes l the connection. For a server's resume, attempt is the
+// resume's; a later one accepted meanwhile refuses it.
+func (r *Resumable) attach(l *Stream, first bool, attempt uint64) error {
+	superseded := func() bool { return attempt != 0 && attempt != r.attempt }
 	r.mu.Lock()
+	if superseded() {
+		r.mu.Unlock()
+		l.abort()
+		return ErrResumeSuperseded
+	}
 	old := r.link
 	r.link, r.sending = nil, nil
 	r.mu.Unlock()
@@ -183,10 +212,15 @@ func (r *Resumable) attach(l *Stream, first bool) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.mu.Lock()
+	if superseded() {
+		r.mu.Unlock()
+		l.abort()
+		return ErrResumeSuperseded
+	}
 	if r.err != nil {
 		r.mu.Unlock()
 		l.CloseWith(websocket.CloseGoingAway, ErrSessionEnded.Error())
-		return
+		return nil
 	}
 	r.link, r.first = l, first
 	if r.window != nil {
@@ -208,9 +242,10 @@ func (r *Resumable) attach(l *Stream, first bool) {
 		}
 		if err := l.writeMessage(m); err != nil {
 			r.linkLost(l, err)
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 // readLimit bounds one received message: a data message of the largest
@@ -628,7 +663,7 @@ func (r *Resumable) reconnect(deadline time.Time) {
 		r.mu.Unlock()
 		ws, err := r.redial.Dial(ctx, cred)
 		if err == nil {
-			r.attach(NewStream(ws, r.opts), false)
+			_ = r.attach(NewStream(ws, r.opts), false, 0)
 			return
 		}
 		r.mu.Lock()

@@ -31,6 +31,10 @@ type link struct {
 	conns  []net.Conn
 	down   bool // refuse new connections
 	dials  int
+	// hold, if set, holds the next resume after its handshake, before it
+	// is attached, until it is closed; held is closed once it is held.
+	hold, held chan struct{}
+	attached   chan error // the result of each resume's Attach, if set
 }
 
 func newLink(t testing.TB, opts Options) *link { return newLinks(t, opts, opts) }
@@ -48,7 +52,8 @@ func newLinks(t testing.TB, opts, sopts Options) *link {
 				http.Error(w, "no session", http.StatusConflict)
 				return
 			}
-			if err := sess.CheckResume(cred); err != nil {
+			res, err := sess.CheckResume(cred)
+			if err != nil {
 				http.Error(w, err.Error(), http.StatusUnauthorized)
 				return
 			}
@@ -56,7 +61,18 @@ func newLinks(t testing.TB, opts, sopts Options) *link {
 			if err != nil {
 				return
 			}
-			_ = sess.Attach(ws)
+			k.mu.Lock()
+			hold, held, attached := k.hold, k.held, k.attached
+			k.hold, k.held = nil, nil
+			k.mu.Unlock()
+			if hold != nil {
+				close(held)
+				<-hold
+			}
+			err = sess.Attach(ws, res)
+			if attached != nil {
+				attached <- err
+			}
 			return
 		}
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
@@ -146,6 +162,44 @@ func readLine(t *testing.T, r *bufio.Reader) string {
 	}
 }
 
+// readLines reads r's lines as they come, then its error, keeping a read
+// pending throughout (as a frame reader does) for up to n lines not yet
+// taken.
+func readLines(r io.Reader, n int) <-chan readResult {
+	lines := make(chan readResult, n+1)
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			s, err := br.ReadString('\n')
+			lines <- readResult{s, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return lines
+}
+
+type readResult struct {
+	s   string
+	err error
+}
+
+// nextLine returns the next line from readLines.
+func nextLine(t *testing.T, lines <-chan readResult) string {
+	t.Helper()
+	select {
+	case g := <-lines:
+		if g.err != nil {
+			t.Fatalf("read: %v", g.err)
+		}
+		return g.s
+	case <-time.After(60 * time.Second):
+		t.Fatal("nothing arrived")
+		return ""
+	}
+}
+
 func TestResumableCarriesBothWays(t *testing.T) {
 	c, s := newLink(t, Options{}).open()
 	if _, err := c.Write([]byte("to server\n")); err != nil {
@@ -205,6 +259,67 @@ func TestResumableSurvivesCuts(t *testing.T) {
 	}
 }
 
+// TestResumableRefusesAnOvertakenResume: a resume whose connection is
+// attached only after a later resume of the session was accepted is
+// refused: what the client said on it is out of date.
+func TestResumableRefusesAnOvertakenResume(t *testing.T) {
+	k := newLink(t, Options{})
+	c, s := k.open()
+	// A read is kept pending on both sides, as a frame reader does, so
+	// that a lost connection is noticed at once.
+	cr, sr := readLines(c, 16), readLines(s, 16)
+	exchange := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(s, "to client "+line); err != nil {
+			t.Fatal(err)
+		}
+		if got := nextLine(t, cr); got != "to client "+line {
+			t.Fatalf("client read %q", got)
+		}
+		if _, err := io.WriteString(c, "to server "+line); err != nil {
+			t.Fatal(err)
+		}
+		if got := nextLine(t, sr); got != "to server "+line {
+			t.Fatalf("server read %q", got)
+		}
+	}
+	exchange("1\n")
+	hold, held, attached := make(chan struct{}), make(chan struct{}), make(chan error, 2)
+	k.mu.Lock()
+	k.hold, k.held, k.attached = hold, held, attached
+	k.mu.Unlock()
+	// The first resume is held before it is attached, with the client's
+	// greeting (its acknowledgement so far) waiting on its connection.
+	k.cut(false)
+	<-held
+	for {
+		// The client attaches under wmu and writes its greeting before
+		// it lets go.
+		c.wmu.Lock()
+		c.mu.Lock()
+		l := c.link
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		if l != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// That connection is lost too; the second resume is attached, and
+	// the client acknowledges more.
+	k.cut(false)
+	exchange("2\n")
+	if err := <-attached; err != nil {
+		t.Fatalf("the second resume: %v", err)
+	}
+	close(hold)
+	err := <-attached
+	exchange("3\n")
+	if !errors.Is(err, ErrResumeSuperseded) {
+		t.Errorf("the overtaken resume's Attach = %v, want ErrResumeSuperseded", err)
+	}
+}
+
 func TestResumableNotResumedWithinWindow(t *testing.T) {
 	k := newLink(t, Options{ResumeWindow: 500 * time.Millisecond})
 	c, s := k.open()
@@ -227,7 +342,7 @@ func TestResumableNotResumedWithinWindow(t *testing.T) {
 	if _, err := c.Write([]byte("y\n")); !errors.Is(err, ErrNotResumed) {
 		t.Errorf("write after the window: %v, want ErrNotResumed", err)
 	}
-	if err := s.CheckResume(resumeCredential(s.key, s.id, 99)); !errors.Is(err, ErrSessionEnded) {
+	if _, err := s.CheckResume(resumeCredential(s.key, s.id, 99)); !errors.Is(err, ErrSessionEnded) {
 		t.Errorf("a resume after the end: %v, want ErrSessionEnded", err)
 	}
 }
@@ -250,7 +365,7 @@ func TestCheckResume(t *testing.T) {
 		{"an older attempt", resumeCredential(s.key, s.id, 1), ErrResumeReplayed},
 		{"the next attempt", resumeCredential(s.key, s.id, 2), nil},
 	} {
-		if err := s.CheckResume(tc.cred); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+		if _, err := s.CheckResume(tc.cred); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%s: CheckResume = %v, want %v", tc.name, err, tc.want)
 		}
 	}
