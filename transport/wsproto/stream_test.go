@@ -164,13 +164,17 @@ func readLine(t *testing.T, r *bufio.Reader) string {
 
 // readLines reads r's lines as they come, then its error, keeping a read
 // pending throughout (as a frame reader does) for up to n lines not yet
-// taken.
-func readLines(r io.Reader, n int) <-chan readResult {
+// taken. read, if set, is called with the number of each line read, from
+// 0, up to n-1.
+func readLines(r io.Reader, n int, read func(i int)) <-chan readResult {
 	lines := make(chan readResult, n+1)
 	go func() {
 		br := bufio.NewReader(r)
-		for {
+		for i := 0; ; i++ {
 			s, err := br.ReadString('\n')
+			if err == nil && i < n && read != nil {
+				read(i)
+			}
 			lines <- readResult{s, err}
 			if err != nil {
 				return
@@ -228,26 +232,46 @@ func TestResumableCarriesBothWays(t *testing.T) {
 func TestResumableSurvivesCuts(t *testing.T) {
 	k := newLink(t, Options{})
 	c, s := k.open()
-	const n = 300
-	write := func(w io.Writer, who string) {
+	const n, ahead = 300, 10
+	// A writer keeps at most ahead lines in front of what the other side
+	// has read, so that each cut finds lines still to be written both
+	// ways, which only a resumed connection carries.
+	toServer, toClient := make(chan struct{}, ahead), make(chan struct{}, ahead)
+	for range ahead {
+		toServer <- struct{}{}
+		toClient <- struct{}{}
+	}
+	write := func(w io.Writer, who string, room <-chan struct{}) {
 		for i := range n {
+			<-room
 			if _, err := fmt.Fprintf(w, "%s %d\n", who, i); err != nil {
 				t.Errorf("%s write %d: %v", who, i, err)
 				return
 			}
 		}
 	}
-	go write(c, "client")
-	go write(s, "server")
-	cr, sr := bufio.NewReader(c), bufio.NewReader(s)
-	for i := range n {
-		if i%50 == 25 {
+	go write(c, "client", toServer)
+	go write(s, "server", toClient)
+	// Both sides keep a read pending, as a frame reader does: a side
+	// notices a lost connection by reading or writing it. Reading one
+	// side at a time is not enough: a server whose acknowledgement fails
+	// gives the connection up, with the client's lines still unread on
+	// it, and waits for a resume that only the client can make, while a
+	// client that is not being read, and has nothing to write or to
+	// acknowledge, never learns that the connection is gone. The cuts come
+	// as the server reads.
+	cr := readLines(c, n, func(int) { toClient <- struct{}{} })
+	sr := readLines(s, n, func(i int) {
+		toServer <- struct{}{}
+		if i%50 == 24 {
 			k.cut(false)
 		}
-		if got, want := readLine(t, sr), fmt.Sprintf("client %d\n", i); got != want {
+	})
+	for i := range n {
+		if got, want := nextLine(t, sr), fmt.Sprintf("client %d\n", i); got != want {
 			t.Fatalf("server read %q, want %q", got, want)
 		}
-		if got, want := readLine(t, cr), fmt.Sprintf("server %d\n", i); got != want {
+		if got, want := nextLine(t, cr), fmt.Sprintf("server %d\n", i); got != want {
 			t.Fatalf("client read %q, want %q", got, want)
 		}
 	}
@@ -267,7 +291,7 @@ func TestResumableRefusesAnOvertakenResume(t *testing.T) {
 	c, s := k.open()
 	// A read is kept pending on both sides, as a frame reader does, so
 	// that a lost connection is noticed at once.
-	cr, sr := readLines(c, 16), readLines(s, 16)
+	cr, sr := readLines(c, 16, nil), readLines(s, 16, nil)
 	exchange := func(line string) {
 		t.Helper()
 		if _, err := io.WriteString(s, "to client "+line); err != nil {
