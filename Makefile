@@ -6,19 +6,21 @@ BENCHTIME ?= 2000x
 # golangci-lint is pinned; `go run` builds it once into the build cache.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-# The repository's Go modules: the core, the ADK Go v1 adapters (adk) and
-# the v2 ones (adk/v2), which cannot share a module (docs/adk-versions.md).
-MODULES ?= . adk adk/v2
+# The repository's Go modules: the root (the core and the ADK Go v2
+# adapters) and the ADK Go v1 adapters (adkv1), which cannot share a module
+# with v2 (docs/adk-versions.md). adkv1 builds against the root in this
+# tree through adkv1/go.work.
+MODULES ?= . adkv1
 
-.PHONY: demo demo-v2 test lint fmt vet bench fuzz golden tidy build soak image generate
+.PHONY: demo demo-v1 test lint fmt vet bench fuzz golden tidy build soak image generate
 
-## demo: run the demo agent on ADK Go v1 (scripted model unless GOOGLE_API_KEY is set)
+## demo: run the demo agent (ADK Go v2; scripted model unless GOOGLE_API_KEY is set)
 demo:
-	cd adk && $(GO) run ./cmd/codemode-demo
+	$(GO) run ./cmd/codemode-demo
 
-## demo-v2: the same demo on ADK Go v2
-demo-v2:
-	cd adk/v2 && $(GO) run ./cmd/codemode-demo
+## demo-v1: the same demo on ADK Go v1
+demo-v1:
+	cd adkv1 && $(GO) run ./cmd/codemode-demo
 
 ## test: format check, vet, and every test of every module with the race detector
 test: lint
@@ -27,14 +29,14 @@ test: lint
 	CODEMODE_JAIL_START=cold $(GO) test -race -count=1 -shuffle=on -timeout 30m ./backend/jail/...
 	cd deploy && $(GO) test -count=1 ./...
 
-## lint: gofmt, the v2 adapters generated from v1, go vet (also for macOS, where the library must build) and golangci-lint (.golangci.yml), in every module
+## lint: gofmt, go vet (also for macOS, where the library must build) and golangci-lint (.golangci.yml), in every module
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@set -e; for m in $(MODULES); do echo "== lint in $$m"; (cd $$m && $(GO) vet $(PKGS) && GOOS=darwin $(GO) vet $(PKGS) && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml $(PKGS)); done
 
-## generate: write the ADK Go v2 adapters (adk/v2) from the v1 ones (adk)
+## generate: write the ADK Go v1 adapters (adkv1) from the v2 ones at the top level
 generate:
-	cd adk/v2 && $(GO) generate ./internal/fromv1
+	cd adkv1 && $(GO) generate ./internal/fromv2
 
 ## image: build the sandbox image codemode-sandbox:latest (images/README.md); with no BASE_IMAGE, on a Debian base made by debootstrap
 image:
@@ -49,13 +51,13 @@ build:
 ## soak: 1,000 turns through a real runner and the jail with injected faults (make test runs 150)
 SOAK_TURNS ?= 1000
 soak:
-	cd adk && CODEMODE_SOAK_TURNS=$(SOAK_TURNS) $(GO) test -count=1 -timeout 60m -run '^TestSoak$$' -v ./plugin/codemode
+	CODEMODE_SOAK_TURNS=$(SOAK_TURNS) $(GO) test -count=1 -timeout 60m -run '^TestSoak$$' -v ./plugin/codemode
 
 ## bench: the sandbox and catalog benchmarks (see docs/benchmarks.md)
 bench:
 	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 60x ./backend/jail
 	$(GO) test -run '^$$' -bench 'JailFloor' -benchtime 60x ./backend/jail
-	cd adk && $(GO) test -run '^$$' -bench 'JailColdStartInADKProgram' -benchtime 60x ./plugin/codemode
+	$(GO) test -run '^$$' -bench 'JailColdStartInADKProgram' -benchtime 60x ./plugin/codemode
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./backend/jail
 	$(GO) test -run '^$$' -bench 'StartPython$$|BarePython' -benchtime 30x ./backend/jail
 	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./sandboxserver/
@@ -64,7 +66,7 @@ bench:
 	$(GO) test -run '^$$' -bench ResumableRoundTrip -benchtime 5000x -count 3 ./transport/wsproto
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime 3000x -count 3 ./backend/remote
 	$(GO) test -run '^$$' -bench 'SessionStart' -benchtime 30x -count 2 ./backend/remote
-	cd adk && $(GO) test -run '^$$' -bench GitHub -benchtime 10x -benchmem ./toolset/openapi/
+	$(GO) test -run '^$$' -bench GitHub -benchtime 10x -benchmem ./toolset/openapi/
 	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 20x ./backend/docker
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./backend/docker
 
@@ -72,17 +74,22 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./transport/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderStubs$$' -fuzztime $(FUZZTIME) ./render
-	cd adk && $(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
-	cd adk && $(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./plugin/codemode
+	$(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
+	$(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSupMsg$$' -fuzztime $(FUZZTIME) ./sandboxserver
 	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime $(FUZZTIME) ./transport/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFiles$$' -fuzztime $(FUZZTIME) ./transport/wsproto
-	cd adk && $(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
+	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFilesPreamble$$' -fuzztime $(FUZZTIME) ./transport/wsproto
 
 ## golden: rewrite golden files after an intended change (review the diff!)
 golden:
 	$(GO) test ./render/... -update
 
+## tidy: check that every go.mod and go.sum is tidy (TIDY= to tidy them); adkv1's against the root in this tree
+TIDY ?= -diff
 tidy:
-	@set -e; for m in $(MODULES) deploy; do (cd $$m && $(GO) mod tidy -diff); done
+	@set -e; for m in . deploy; do (cd $$m && $(GO) mod tidy $(TIDY)); done
+	@set -e; tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; cp -R adkv1 "$$tmp/"; rm -f "$$tmp/adkv1/go.work" "$$tmp/adkv1/go.work.sum"; \
+		(cd "$$tmp/adkv1" && $(GO) mod edit -replace github.com/adk-codemode/codemode=$(CURDIR) && GOWORK=off $(GO) mod tidy $(TIDY) && $(GO) mod edit -dropreplace github.com/adk-codemode/codemode); \
+		if [ -z "$(TIDY)" ]; then cp "$$tmp/adkv1/go.mod" "$$tmp/adkv1/go.sum" adkv1/; fi

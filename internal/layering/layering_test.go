@@ -1,6 +1,7 @@
 package layering
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,29 +11,30 @@ import (
 const module = "github.com/adk-codemode/codemode"
 
 // modules are the repository's Go modules whose packages take part in the
-// layout, by directory from the repository's root. The ADK adapters are
-// modules of their own because ADK Go v1 and v2 cannot be built together
+// layout, by directory from the repository's root: the root module (the
+// core and the ADK Go v2 adapters) and the ADK Go v1 adapters, a module
+// of its own because ADK Go v1 and v2 cannot be built together
 // (docs/adk-versions.md).
-var modules = []string{".", "adk", "adk/v2"}
+var modules = []string{".", "adkv1"}
 
 // layers ranks the repository's packages from the top of the README's
 // table down, by import path below the root module's. A package may import
 // only packages of a higher rank. Every package must be listed, so a new
 // one takes a place on purpose.
 var layers = map[string]int{
-	"adk/cmd/codemode":                0,
-	"adk/cmd/codemode-demo":           0,
-	"adk/v2/cmd/codemode-demo":        0,
+	"cmd/codemode":                    0,
+	"cmd/codemode-demo":               0,
+	"adkv1/cmd/codemode-demo":         0,
 	"cmd/codemode-sandbox":            0,
-	"adk/callbacks":                   1,
-	"adk/v2/callbacks":                1,
-	"adk/toolset/openapi/e2e":         1,
-	"adk/v2/toolset/openapi/e2e":      1,
-	"adk/plugin/codemode":             2,
-	"adk/v2/plugin/codemode":          2,
-	"adk/toolset/openapi":             2,
-	"adk/v2/toolset/openapi":          2,
-	"adk/v2/internal/fromv1":          2,
+	"callbacks":                       1,
+	"adkv1/callbacks":                 1,
+	"toolset/openapi/e2e":             1,
+	"adkv1/toolset/openapi/e2e":       1,
+	"plugin/codemode":                 2,
+	"adkv1/plugin/codemode":           2,
+	"toolset/openapi":                 2,
+	"adkv1/toolset/openapi":           2,
+	"adkv1/internal/fromv2":           2,
 	"render":                          3,
 	"conformance":                     3,
 	"fidelity":                        3,
@@ -56,9 +58,17 @@ var layers = map[string]int{
 	"internal/layering":               10,
 }
 
+// standalone are packages that import no package of this repository
+// outside their tests: the OpenAPI toolsets are plain ADK toolsets, of use
+// to any agent with or without Code Mode.
+var standalone = map[string]bool{
+	"toolset/openapi":       true,
+	"adkv1/toolset/openapi": true,
+}
+
 func TestImportsRunDown(t *testing.T) {
 	for _, dir := range modules {
-		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
+		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
 		cmd.Dir = filepath.Join("..", "..", dir)
 		out, err := cmd.Output()
 		if err != nil {
@@ -67,42 +77,88 @@ func TestImportsRunDown(t *testing.T) {
 			}
 			t.Fatalf("go list in %s: %v", dir, err)
 		}
-		checkModule(t, string(out))
+		for _, msg := range checkModule(string(out)) {
+			t.Error(msg)
+		}
 	}
 }
 
-func checkModule(t *testing.T, list string) {
-	t.Helper()
+// checkModule returns what breaks the layout in a module's package list,
+// one line per package: its import path, its imports, its tests' imports,
+// separated by "|".
+func checkModule(list string) []string {
+	var bad []string
 	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
-		pkg, imports, _ := strings.Cut(line, "|")
+		f := strings.SplitN(line, "|", 3)
+		if len(f) != 3 {
+			bad = append(bad, fmt.Sprintf("go list: unexpected line %q", line))
+			continue
+		}
+		pkg := f[0]
 		from := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 		rank, ok := layers[from]
 		if !ok {
-			t.Errorf("package %s has no place in the layout: add it to the table here and to the README's", from)
+			bad = append(bad, fmt.Sprintf("package %s has no place in the layout: add it to the table here and to the README's", from))
 			continue
 		}
-		for _, imp := range strings.Fields(imports) {
+		for i, imp := range strings.Fields(f[1] + " " + f[2]) {
 			if !strings.HasPrefix(imp, module+"/") || imp == pkg {
 				continue
 			}
 			to := strings.TrimPrefix(imp, module+"/")
+			if standalone[from] && i < len(strings.Fields(f[1])) {
+				bad = append(bad, fmt.Sprintf("%s imports %s: it is a plain ADK toolset and imports no package of Code Mode", from, to))
+			}
 			if r, ok := layers[to]; ok && r <= rank {
-				t.Errorf("%s (layer %d) imports %s (layer %d): a package may import only packages below it", from, rank, to, r)
+				bad = append(bad, fmt.Sprintf("%s (layer %d) imports %s (layer %d): a package may import only packages below it", from, rank, to, r))
 			}
 			if line := adkLine(from); line != "" && adkLine(to) != "" && adkLine(to) != line {
-				t.Errorf("%s imports %s: the adapters of one ADK line may not import the other's", from, to)
+				bad = append(bad, fmt.Sprintf("%s imports %s: the adapters of one ADK line may not import the other's", from, to))
 			}
 		}
+	}
+	return bad
+}
+
+// TestCheckModuleFindsBreaks feeds checkModule package lists that break
+// the layout, so that a check that passes everything cannot go unnoticed.
+func TestCheckModuleFindsBreaks(t *testing.T) {
+	for _, c := range []struct {
+		name, list, want string
+	}{
+		{"upward", module + "/schema|" + module + "/render|", "imports render (layer 3)"},
+		{"sideways", module + "/backend/jail|" + module + "/backend/unsandboxed|", "imports backend/unsandboxed (layer 5)"},
+		{"unlisted", module + "/newpkg||", "has no place in the layout"},
+		{"across lines", module + "/adkv1/callbacks|" + module + "/plugin/codemode|", "the adapters of one ADK line may not import the other's"},
+		{"toolset", module + "/toolset/openapi|" + module + "/schema|", "imports no package of Code Mode"},
+		{"malformed", "no bars here", "unexpected line"},
+	} {
+		got := strings.Join(checkModule(c.list), "\n")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: checkModule(%q) = %q, want a complaint containing %q", c.name, c.list, got, c.want)
+		}
+	}
+	if bad := checkModule(module + "/render|" + module + "/schema|" + module + "/backend/jail"); len(bad) != 0 {
+		t.Errorf("a layout that runs down was refused: %v", bad)
+	}
+	if bad := checkModule(module + "/toolset/openapi||" + module + "/render"); len(bad) != 0 {
+		t.Errorf("an OpenAPI toolset whose tests import the renderer was refused: %v", bad)
 	}
 }
 
 // adkLine names the ADK line a package adapts to, or "" for the core.
 func adkLine(pkg string) string {
-	switch {
-	case strings.HasPrefix(pkg, "adk/v2/"):
-		return "v2"
-	case strings.HasPrefix(pkg, "adk/"):
+	if strings.HasPrefix(pkg, "adkv1/") {
 		return "v1"
+	}
+	for _, p := range v2Adapters {
+		if pkg == p || strings.HasPrefix(pkg, p+"/") {
+			return "v2"
+		}
 	}
 	return ""
 }
+
+// v2Adapters are the root module's packages built on ADK Go v2, each with
+// what lies below it.
+var v2Adapters = []string{"plugin", "callbacks", "toolset", "cmd/codemode", "cmd/codemode-demo"}

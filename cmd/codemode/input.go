@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/mcptoolset"
+	"google.golang.org/genai"
+
+	"github.com/adk-codemode/codemode/render"
+	"github.com/adk-codemode/codemode/toolset/openapi"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// declarer is a tool that has a function declaration, as ADK's tools do.
+type declarer interface {
+	Declaration() *genai.FunctionDeclaration
+}
+
+// inputs are the flags that name where a command's tools come from.
+type inputs struct {
+	decls, spec, mcp string
+}
+
+func (in *inputs) register(fs *flag.FlagSet) {
+	fs.StringVar(&in.decls, "decls", "", "JSON `file` of function declarations")
+	fs.StringVar(&in.spec, "openapi", "", "OpenAPI document `file`")
+	fs.StringVar(&in.mcp, "mcp", "", "a stdio MCP server's `command` and arguments, split at spaces; it is started, asked for its tools and stopped")
+}
+
+func (in *inputs) none() bool { return in.decls == "" && in.spec == "" && in.mcp == "" }
+
+// name is the input as the user gave it, for messages.
+func (in *inputs) name() string { return in.decls + in.spec + in.mcp }
+
+// load reads the tools of the one input given: a --decls file, an OpenAPI
+// document (--openapi) or a stdio MCP server (--mcp). What the OpenAPI
+// toolset does not cover is noted on stderr.
+func (in *inputs) load(stderr io.Writer, cmd string) ([]render.Tool, error) {
+	given := 0
+	for _, v := range []string{in.decls, in.spec, in.mcp} {
+		if v != "" {
+			given++
+		}
+	}
+	switch {
+	case given > 1:
+		return nil, errors.New("give one input: --decls, --openapi or --mcp, not several")
+	case in.decls != "":
+		return loadDecls(in.decls)
+	case in.spec != "":
+		return loadOpenAPI(in.spec, stderr, cmd)
+	case in.mcp != "":
+		return loadMCP(in.mcp)
+	}
+	return nil, errors.New("an input is required: --decls FILE, --openapi SPEC or --mcp 'COMMAND [ARGS...]'")
+}
+
+// mcpTimeout bounds starting an MCP server and listing its tools.
+const mcpTimeout = 60 * time.Second
+
+// loadMCP starts the stdio MCP server that command names, lists its tools
+// through ADK's mcptoolset, as an agent would, and stops it.
+func loadMCP(command string) ([]render.Tool, error) {
+	argv := strings.Fields(command)
+	if len(argv) == 0 {
+		return nil, errors.New("--mcp: give the server's command, for example --mcp 'npx -y @modelcontextprotocol/server-everything'")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), mcpTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = io.Discard
+	defer func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	ts, err := mcptoolset.New(mcptoolset.Config{Transport: &mcp.CommandTransport{Command: cmd}})
+	if err != nil {
+		return nil, fmt.Errorf("--mcp %q: %w", command, err)
+	}
+	list, err := ts.Tools(listContext{ctx})
+	if err != nil {
+		return nil, fmt.Errorf("--mcp %q: list the server's tools: %w", command, err)
+	}
+	return declared(list, ts.Name(), command)
+}
+
+// listContext is the read-only context a toolset lists its tools in, for
+// a command that runs outside any invocation.
+type listContext struct{ context.Context }
+
+func (listContext) UserContent() *genai.Content          { return nil }
+func (listContext) InvocationID() string                 { return "" }
+func (listContext) AgentName() string                    { return "" }
+func (listContext) ReadonlyState() session.ReadonlyState { return nil }
+func (listContext) UserID() string                       { return "" }
+func (listContext) AppName() string                      { return "codemode" }
+func (listContext) SessionID() string                    { return "" }
+func (listContext) Branch() string                       { return "" }
+
+var _ agent.ReadonlyContext = listContext{}
+
+// declared is a toolset's tools as the catalog renders them, in ns.
+func declared(list []tool.Tool, ns, source string) ([]render.Tool, error) {
+	tools := make([]render.Tool, 0, len(list))
+	for _, t := range list {
+		d, ok := t.(declarer)
+		if !ok || d.Declaration() == nil {
+			return nil, fmt.Errorf("%s: tool %q has no declaration", source, t.Name())
+		}
+		tools = append(tools, render.Tool{Namespace: ns, Declaration: d.Declaration()})
+	}
+	return tools, nil
+}
+
+// loadOpenAPI builds the tools of the OpenAPI document in the file spec,
+// in the toolset's namespace.
+func loadOpenAPI(spec string, stderr io.Writer, cmd string) ([]render.Tool, error) {
+	ts, err := openapi.New(context.Background(), openapi.Config{File: spec})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec, err)
+	}
+	for _, u := range ts.Report().Unsupported {
+		fmt.Fprintf(stderr, "codemode %s: %s: not covered: %v\n", cmd, spec, u)
+	}
+	list, err := ts.Tools(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec, err)
+	}
+	return declared(list, ts.Name(), spec)
+}

@@ -1,0 +1,183 @@
+package codemode
+
+import (
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/plugin"
+
+	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/render"
+)
+
+// PluginName is the name the plugin registers under.
+const PluginName = "codemode"
+
+// New returns the Code Mode plugin, for runner.Config's PluginConfig:
+//
+//	p, err := codemode.New(codemode.Config{Tools: tools})
+//	...
+//	defer p.Close()
+//	r, err := runner.New(runner.Config{
+//		Agent:          rootAgent,
+//		SessionService: session.InMemoryService(),
+//		PluginConfig:   runner.PluginConfig{Plugins: []*plugin.Plugin{p}},
+//	})
+//
+// Every LLM agent the runner runs gets the execute_code tool and the
+// <code-mode> block; the agents need no change. Close the plugin to stop
+// every sandbox it started.
+func New(cfg Config) (*plugin.Plugin, error) {
+	h, err := newHooks(cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	return h.plugin()
+}
+
+// plugin wires the hooks into an ADK plugin.
+func (h *Hooks) plugin() (*plugin.Plugin, error) {
+	return plugin.New(plugin.Config{
+		Name:                PluginName,
+		BeforeRunCallback:   h.beforeRun,
+		AfterRunCallback:    h.afterRun,
+		BeforeModelCallback: h.BeforeModel,
+		OnToolErrorCallback: h.OnToolError,
+		AfterAgentCallback:  h.afterRootAgent,
+		CloseFunc:           h.Close,
+	})
+}
+
+// MustNew is like [New] but panics on an error.
+func MustNew(cfg Config) *plugin.Plugin {
+	p, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Hooks are the Code Mode hooks themselves, for wiring them without a
+// runner plugin: the callbacks package builds on them. A Hooks must be
+// closed.
+type Hooks struct {
+	e *engine
+}
+
+// NewHooks returns the Code Mode hooks for cfg. Attach [Hooks.BeforeModel]
+// and [Hooks.AfterAgent] to the same LLM agent.
+func NewHooks(cfg Config) (*Hooks, error) {
+	return newHooks(cfg, false)
+}
+
+func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
+	cfg = cfg.withDefaults()
+	var own interface{ Close() error }
+	if cfg.Backend == nil {
+		jb := &jail.Backend{}
+		cfg.Backend, own = jb, jb
+	}
+	bare, err := staticTools(cfg.Tools)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{
+		cfg:            cfg,
+		bare:           bare,
+		requirePlugins: requirePlugins,
+		ownBackend:     own,
+		turns:          map[string]*turn{},
+		roots:          map[string]string{},
+	}
+	for _, ts := range cfg.Toolsets {
+		if rp, ok := ts.(requestProcessor); ok {
+			e.toolsetHooks = append(e.toolsetHooks, requestProcessorOf{name: ts.Name(), set: ts, proc: rp})
+		}
+	}
+	if len(cfg.Toolsets) == 0 {
+		// The surface never changes: build it once, which also reports a
+		// name collision at construction.
+		if e.static, err = buildSurface(bare, cfg.surfaceOptions()); err != nil {
+			return nil, err
+		}
+	}
+	// The tools package always has search and describe; tools._discovery
+	// has them whatever the tools are named, while a static surface knows
+	// whether the shorter import works.
+	discovery := "tools._discovery"
+	if e.static != nil {
+		discovery = e.static.reg.Discovery()
+	}
+	e.tool = &execTool{e: e, decl: &genai.FunctionDeclaration{
+		Name: ToolName,
+		Description: render.Description(render.DescriptionConfig{
+			BlockAppended:   !cfg.DisableBlock,
+			DiscoveryModule: discovery,
+			ArtifactTools:   !cfg.DisableArtifactTools,
+			Timeout:         cfg.Timeout,
+		}),
+		ParametersJsonSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"code": map[string]any{"type": "string", "description": "The Python code to execute."},
+			},
+			"required": []any{"code"},
+		},
+	}}
+	return &Hooks{e: e}, nil
+}
+
+// BeforeModel prepares every model request: it resolves the tools (the
+// toolsets once per invocation), appends the <code-mode> block to the
+// system instruction unless Config.DisableBlock is set, and adds
+// execute_code to the request, both its declaration and the tool the flow
+// runs when the model calls it. It returns (nil, nil) so the model call
+// always proceeds, unless the tools cannot be resolved: then it returns the
+// error and the model call is skipped. The one other exception: in an
+// invocation that resumed code which then paused at a second request for
+// approval, it answers the next request itself with the execute_code call
+// that makes that request (see [Config.ApprovalTimeout]).
+func (h *Hooks) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
+	if err := h.e.prepare(ctx, req); err != nil {
+		return nil, err
+	}
+	return h.e.continuation(ctx.InvocationID()), nil
+}
+
+// AfterAgent ends the turn when the agent it is attached to finishes: the
+// sandbox of the invocation is closed and its variables are gone. It
+// returns (nil, nil) and never replaces the agent's output.
+func (h *Hooks) AfterAgent(ctx agent.Context) (*genai.Content, error) {
+	h.e.release(ctx.InvocationID())
+	return nil, nil
+}
+
+// Close closes every sandbox and stops the idle reaper, and the template
+// process of the default backend (see [Config.Backend]). Later
+// execute_code calls fail. It is safe to call more than once.
+func (h *Hooks) Close() error {
+	return h.e.close()
+}
+
+// beforeRun records the agent the runner starts the invocation with, so
+// that the turn ends when that agent, and not a sub-agent, finishes.
+func (h *Hooks) beforeRun(ic agent.InvocationContext) (*genai.Content, error) {
+	h.e.setRoot(ic.InvocationID(), ic.Agent().Name())
+	return nil, nil
+}
+
+// afterRun ends the turn when the runner finishes the invocation, in case
+// the root agent's after-agent hook did not run (a run cut short).
+func (h *Hooks) afterRun(ic agent.InvocationContext) {
+	h.e.release(ic.InvocationID())
+	h.e.clearRoot(ic.InvocationID())
+}
+
+// afterRootAgent ends the turn when the invocation's root agent finishes.
+func (h *Hooks) afterRootAgent(ctx agent.Context) (*genai.Content, error) {
+	if root, ok := h.e.root(ctx.InvocationID()); !ok || root == ctx.AgentName() {
+		h.e.release(ctx.InvocationID())
+	}
+	return nil, nil
+}

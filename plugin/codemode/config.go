@@ -1,0 +1,148 @@
+package codemode
+
+import (
+	"time"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// Defaults of [Config].
+const (
+	DefaultMaxOutputChars = 50_000
+	DefaultMaxCodeChars   = 1_000_000
+	DefaultTimeout        = 60 * time.Second
+	DefaultGrace          = time.Second
+	DefaultIdleTimeout    = 10 * time.Minute
+	// DefaultApprovalTimeout is how long a block paused for a person's
+	// approval waits for the answer.
+	DefaultApprovalTimeout = 10 * time.Minute
+	DefaultBlockBudget     = 50_000
+	// DefaultLargeResultBytes is the size of a tool result, in bytes of
+	// JSON, past which code gets a pointer to its artifact instead.
+	DefaultLargeResultBytes = 50_000
+)
+
+// ToolName is the name of the tool that runs the model's code.
+const ToolName = "execute_code"
+
+// Config configures Code Mode. The zero value is ready to use: no tools, the
+// local jail with the host's Python, and the limits below.
+type Config struct {
+	// Tools are the tools the code may call, at the top level of the
+	// generated tools package. Each must carry a function declaration and
+	// be runnable (every functiontool and MCP tool is).
+	Tools []tool.Tool
+	// Toolsets are resolved again on every invocation; the tools of a
+	// toolset are placed in the namespace tools.<toolset name>.
+	Toolsets []tool.Toolset
+
+	// Backend starts the sandboxes. Nil means &jail.Backend{}, the local
+	// namespace jail running the host's python3, whose sessions are forked
+	// from a template process that the plugin's Close stops. A Backend
+	// given here is the caller's to close.
+	Backend transport.Backend
+
+	// MaxOutputChars bounds stdout and stderr, each, as the model sees them:
+	// longer output is cut to its head and tail. Zero means 50,000.
+	MaxOutputChars int
+	// MaxCodeChars refuses longer code before any sandbox starts. Zero means
+	// 1,000,000; negative means no limit.
+	MaxCodeChars int
+	// Timeout bounds the run time of one block of code, not counting the
+	// time it waits for a person's approval (see ApprovalTimeout); the host
+	// keeps the clock. At the timeout the code is interrupted and keeps its
+	// variables; code that does not stop within Grace is killed and the
+	// turn's variables are lost. Zero means 60s; negative means no bound.
+	Timeout time.Duration
+	// Grace is how long interrupted code may take to stop before its
+	// worker is killed and restarted. Zero means 1s.
+	Grace time.Duration
+	// ToolTimeout is a ceiling on each tool call made from code; a timeout
+	// the code passes can only lower it. Zero means none.
+	ToolTimeout time.Duration
+	// IdleTimeout closes a turn's sandbox that has not been used for this
+	// long, in case the turn's end was never observed. Zero means 10m.
+	IdleTimeout time.Duration
+	// ApprovalTimeout bounds how long a block paused at a tool call that
+	// asked for confirmation waits for the answer: its sandbox, the paused
+	// block and its variables stay alive past the end of the invocation
+	// for this long, then the sandbox is closed and the model is told on
+	// the next call. Time spent waiting does not count against Timeout.
+	// Zero means 10m.
+	ApprovalTimeout time.Duration
+	// BlockBudget is the size in characters the <code-mode> block aims to
+	// fit: each namespace's section shows full detail, signatures with
+	// one-line summaries, or names only, the largest giving way first; a
+	// pointer to discover the tools from Python when even the names do not
+	// fit. Zero means 50,000.
+	BlockBudget int
+	// DisableBlock leaves the system instruction alone; the execute_code
+	// description then tells the model to discover the tools itself. The
+	// tools package still has search(query) and describe(name), and the
+	// description names them and the module to import them from: "tools",
+	// or "tools._discovery" when a tool or namespace is called search or
+	// describe, or when Toolsets are set (their tools are known only per
+	// invocation, and tools._discovery always has both).
+	DisableBlock bool
+
+	// DisableArtifactTools leaves save_artifact, load_artifact and
+	// list_artifacts out of the tools package. They are there by default,
+	// at the top level ahead of the other tools, and reach the invocation's
+	// ADK artifact service.
+	DisableArtifactTools bool
+	// DisableToolResultArtifacts stops saving the result of each tool
+	// called from code as an artifact. By default each such tool gains the
+	// optional parameters artifact_name and artifact_description, and its
+	// result is saved under a name of the ToolResultMIMEType kind; see
+	// [IsToolResultArtifact].
+	DisableToolResultArtifacts bool
+	// LargeResultBytes is the size of a tool result (its JSON encoding)
+	// past which the code gets a short pointer to the saved artifact instead
+	// of the result. Zero means 50,000; negative means never.
+	LargeResultBytes int
+	// OnArtifactsSaved, if set, is called after each execute_code block
+	// that saved at least one artifact, with the execute_code call's
+	// context and the block's delta: each artifact name and the highest
+	// version the block saved of it. The same delta is on the execute_code
+	// event's Actions.ArtifactDelta. It runs before execute_code returns;
+	// it cannot change the result.
+	OnArtifactsSaved func(ctx agent.Context, delta map[string]int64)
+}
+
+// withDefaults returns cfg with its zero values replaced by the defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.MaxOutputChars <= 0 {
+		cfg.MaxOutputChars = DefaultMaxOutputChars
+	}
+	if cfg.MaxCodeChars == 0 {
+		cfg.MaxCodeChars = DefaultMaxCodeChars
+	}
+	switch {
+	case cfg.Timeout == 0:
+		cfg.Timeout = DefaultTimeout
+	case cfg.Timeout < 0:
+		cfg.Timeout = 0
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.ToolTimeout < 0 {
+		cfg.ToolTimeout = 0
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if cfg.LargeResultBytes == 0 {
+		cfg.LargeResultBytes = DefaultLargeResultBytes
+	}
+	if cfg.BlockBudget <= 0 {
+		cfg.BlockBudget = DefaultBlockBudget
+	}
+	return cfg
+}

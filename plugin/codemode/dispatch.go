@@ -1,0 +1,365 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// UnsupportedToolActionError reports a tool called from code that asked for
+// something code cannot honour: an agent transfer, an escalation, or (for a
+// long-running tool) a result that comes later. A tool that asks for
+// confirmation is not refused: the block pauses until a person answers.
+type UnsupportedToolActionError struct {
+	Tool    string
+	Actions []string
+}
+
+func (e *UnsupportedToolActionError) Error() string {
+	return fmt.Sprintf("tool %q cannot be called from code: it requested %s; call it directly instead of from code",
+		e.Tool, strings.Join(e.Actions, ", "))
+}
+
+// CallbackError reports that the callbacks a direct call of a tool would go
+// through could not be found, so the call from code was refused.
+type CallbackError struct {
+	Tool string
+	Err  error
+}
+
+func (e *CallbackError) Error() string {
+	return fmt.Sprintf("tool %q was not called: its callbacks cannot be honoured: %v", e.Tool, e.Err)
+}
+
+func (e *CallbackError) Unwrap() error { return e.Err }
+
+// handler answers the tool calls of one turn's sandbox.
+type handler struct {
+	e *engine
+	t *turn
+}
+
+var _ transport.ToolHandler = handler{}
+
+func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transport.ToolResult {
+	// While the block is paused for approval no execute_code call runs;
+	// the call waits for the block to resume (see [flight.enter]).
+	f := h.t.currentFlight()
+	if f == nil {
+		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running; "+
+			"tools can only be called while the code that calls them runs", call.Name)
+	}
+	s := h.t.surface()
+	if s == nil {
+		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
+	}
+	st, ok := s.lookup(call.Name)
+	if !ok {
+		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
+	}
+	res, req := h.dispatchOnce(ctx, f, st, call, nil)
+	if req == nil {
+		return res
+	}
+	return h.approved(ctx, f, st, call, req)
+}
+
+// dispatchOnce runs one tool call while the block's execute_code call is
+// attached: it waits while the block is paused for approval, and counts
+// as a call in flight, so the block pauses only once it ends. conf is the
+// person's answer when the call runs again after approval. It returns the
+// request when the tool asked for confirmation.
+func (h handler) dispatchOnce(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+	if res, ok := f.enter(ctx); !ok {
+		return res, nil
+	}
+	return h.dispatchHeld(ctx, f, st, call, conf)
+}
+
+// dispatchHeld is dispatchOnce for a call already counted in flight; it
+// ends the count.
+func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+	defer f.leave()
+	exec := h.t.current()
+	if exec == nil {
+		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.name), nil
+	}
+	limit := h.e.cfg.ToolTimeout
+	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
+		limit = call.Timeout
+	}
+	ctl := &callControl{}
+	if limit <= 0 {
+		return h.e.callTool(ctx, exec, st, call.Args, ctl, conf)
+	}
+	// Abandoned calls still running count against the sandbox's bound on
+	// calls in flight, which no longer sees them.
+	if n := h.t.abandoned.Load(); n >= maxAbandonedCalls {
+		return transport.Errorf("ToolError", "too many tool calls still running on the host after their timeout (%d); wait for them to finish", n), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	timedOut := func() (transport.ToolResult, *approvalRequest) {
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.name, seconds(limit)), nil
+	}
+	type outcome struct {
+		res transport.ToolResult
+		req *approvalRequest
+	}
+	// The call runs on its own goroutine so that the timeout holds even
+	// for a tool that does not watch its context; one abandoned at the
+	// timeout has its later effects dropped.
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- outcome{res: transport.Errorf("ToolError", "tool %s panicked: %v", st.name, r)}
+			}
+			ctl.finish(exec, &h.t.abandoned)
+		}()
+		res, req := h.e.callTool(ctx, exec, st, call.Args, ctl, conf)
+		done <- outcome{res, req}
+	}()
+	select {
+	case o := <-done:
+		if o.res.Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return timedOut()
+		}
+		return o.res, o.req
+	case <-ctx.Done():
+		if ctl.abandon(exec, &h.t.abandoned) {
+			return timedOut()
+		}
+		// The call completed meanwhile: its effects landed, so its
+		// result stands.
+		o := <-done
+		if o.res.Err != nil {
+			return timedOut()
+		}
+		return o.res, o.req
+	}
+}
+
+// callControl is the fate of one tool call from code: abandoned at its
+// timeout, or completed (its effects merged). Guarded by the execute_code
+// call's mu.
+type callControl struct {
+	abandoned bool
+	completed bool
+}
+
+// abandon marks the call abandoned unless it completed first, and says
+// whether it did.
+func (c *callControl) abandon(exec *execCall, running *atomic.Int64) bool {
+	exec.mu.Lock()
+	defer exec.mu.Unlock()
+	if c.completed {
+		return false
+	}
+	c.abandoned = true
+	running.Add(1)
+	return true
+}
+
+// finish marks the call's goroutine done: no longer counted as abandoned
+// and running, or completed if it was not abandoned.
+func (c *callControl) finish(exec *execCall, running *atomic.Int64) {
+	exec.mu.Lock()
+	defer exec.mu.Unlock()
+	if c.abandoned {
+		running.Add(-1)
+	} else {
+		c.completed = true
+	}
+}
+
+// maxAbandonedCalls bounds the tool calls of one turn that still run on
+// the host after their timeout.
+const maxAbandonedCalls = 64
+
+// callTool runs one tool call from code the way ADK's flow runs a direct
+// one: arguments validated, then the tool through its callbacks ([chain]),
+// then what code cannot honour refused, then the result shaped for Python.
+// A call that asked for confirmation returns the request instead of a
+// result; conf is the approval when it runs again.
+func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, args map[string]any, ctl *callControl, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+	args, naming, err := st.prepareArgs(args)
+	if err != nil {
+		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}, nil
+	}
+	c, err := e.chainFor(exec, st.name)
+	if err != nil {
+		return errorResult(st.name, err), nil
+	}
+	tc := newCallContext(ctx, exec, exec.nextID(), ctl)
+	var run agent.Context = tc
+	if conf != nil {
+		run = confirmedContext{callContext: tc, conf: conf}
+	}
+	result, err := c.run(run, st, args)
+	if refused := refusal(tc, st, result, err); refused != nil {
+		return errorResult(st.name, refused), nil
+	}
+	if req, asked := confirmationRequest(tc, st, args); asked {
+		if conf != nil {
+			return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.name), nil
+		}
+		return transport.ToolResult{}, req
+	}
+	if !tc.merge() {
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.name), nil
+	}
+	if err != nil {
+		return errorResult(st.name, err), nil
+	}
+	return transport.ToolResult{Value: e.resultValue(ctx, exec, st, tc.id, naming, result)}, nil
+}
+
+// prepareArgs validates a call's arguments and takes out the ones that
+// name its saved result.
+func (st *surfaceTool) prepareArgs(args map[string]any) (map[string]any, resultNaming, error) {
+	var naming resultNaming
+	if args == nil {
+		args = map[string]any{}
+	}
+	if st.validator != nil {
+		if err := st.validator.Validate(args); err != nil {
+			return nil, naming, err
+		}
+	}
+	if !st.popName && !st.popDesc {
+		return args, naming, nil
+	}
+	args = maps.Clone(args)
+	if st.popName {
+		naming.name, _ = args[paramArtifactName].(string)
+		delete(args, paramArtifactName)
+	}
+	if st.popDesc {
+		naming.description, _ = args[paramArtifactDescription].(string)
+		delete(args, paramArtifactDescription)
+	}
+	return args, naming, nil
+}
+
+// refusal is the error for a call that asked for what code cannot
+// honour, or nil.
+func refusal(tc *callContext, st *surfaceTool, result map[string]any, err error) error {
+	if unsupported := unsupportedActions(tc); len(unsupported) > 0 {
+		return &UnsupportedToolActionError{Tool: st.name, Actions: unsupported}
+	}
+	if err == nil && st.tool.IsLongRunning() && len(result) == 0 {
+		return &UnsupportedToolActionError{Tool: st.name, Actions: []string{"a long-running operation without an immediate result"}}
+	}
+	return nil
+}
+
+// resultValue is a tool's result as the code gets it: a built-in tool's
+// lone "result" unwrapped, made JSON-safe, and saved as an artifact when
+// the tool's results are.
+func (e *engine) resultValue(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming resultNaming, result map[string]any) any {
+	var value any = result
+	if st.builtin {
+		if v, ok := result["result"]; ok && len(result) == 1 {
+			value = v
+		}
+	}
+	value = jsonSafe(value)
+	if st.saveResult {
+		value = e.saveToolResult(ctx, exec, st, callID, naming, value)
+	}
+	return value
+}
+
+// unsupportedActions lists what the call's actions ask for that code
+// cannot honour.
+func unsupportedActions(tc *callContext) []string {
+	tc.exec.mu.Lock()
+	defer tc.exec.mu.Unlock()
+	var out []string
+	a := tc.actions
+	if a.TransferToAgent != "" {
+		out = append(out, "agent transfer")
+	}
+	if a.Escalate {
+		out = append(out, "escalation")
+	}
+	return out
+}
+
+// errorResult turns err into the failure the sandbox raises: its type is
+// the most specific named Go error type in err's chain, else ToolError;
+// an error that reports an HTTP status is raised as HTTPStatusError.
+func errorResult(toolName string, err error) transport.ToolResult {
+	if info := statusError(toolName, err); info != nil {
+		return transport.ToolResult{Err: info}
+	}
+	return transport.ToolResult{Err: &transport.ToolError{Type: errorType(err), Message: sandboxText(toolName, err)}}
+}
+
+// StatusCoder is implemented by tool errors that carry an HTTP status. Such
+// an error, anywhere in the chain of a tool's error, is raised in Python as
+// HTTPStatusError with its status_code, and with its body when the error
+// also has a method ResponseBody() any.
+type StatusCoder interface {
+	StatusCode() int
+}
+
+// statusError describes err as an HTTPStatusError, or returns nil if no
+// error in its chain reports a status.
+func statusError(toolName string, err error) *transport.ToolError {
+	var sc StatusCoder
+	if !errors.As(err, &sc) {
+		return nil
+	}
+	code := sc.StatusCode()
+	if code < 100 || code > 999 {
+		return nil
+	}
+	info := &transport.ToolError{Type: "HTTPStatusError", Message: sandboxText(toolName, err), StatusCode: code}
+	var rb interface{ ResponseBody() any }
+	if errors.As(err, &rb) {
+		info.Body = jsonSafe(rb.ResponseBody())
+	}
+	return info
+}
+
+// errorType names err for Python: the type name of the first error in its
+// chain that has a meaningful one ("ValidationError", "PathError"), else
+// "ToolError".
+func errorType(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "TimeoutError"
+	}
+	for e := err; e != nil; {
+		t := reflect.TypeOf(e)
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if name := t.Name(); name != "" && isExported(name) && t.PkgPath() != "errors" && t.PkgPath() != "fmt" {
+			return name
+		}
+		e = errors.Unwrap(e)
+	}
+	return "ToolError"
+}
+
+func isExported(name string) bool { return name[0] >= 'A' && name[0] <= 'Z' }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// seconds formats d like "30s" or "1.5s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+}

@@ -1,0 +1,277 @@
+package codemode
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
+)
+
+// ErrClosed is returned by execute_code once the plugin is closed.
+var ErrClosed = errors.New("codemode: closed")
+
+// engine holds the state shared by the hooks and the execute_code tool: the
+// turns by invocation id and the idle reaper.
+type engine struct {
+	cfg            Config
+	bare           []namespacedTool
+	static         *surface // the surface when there are no toolsets
+	requirePlugins bool     // registered as a runner plugin
+	tool           *execTool
+	toolsetHooks   []requestProcessorOf       // the toolsets' request processors, in order
+	ownBackend     interface{ Close() error } // the default backend, made by the engine; closed with it
+
+	mu         sync.Mutex
+	turns      map[string]*turn  // by invocation id
+	roots      map[string]string // invocation id → root agent name
+	closed     bool
+	reaperStop chan struct{}
+	// Blocks paused for approval (see approval.go): by session and
+	// execute_code call id; by the invocation that announces them; and
+	// messages for the model about blocks that are gone, by session.
+	paused        map[string]*parkedBlock
+	continuations map[string]*parkedBlock
+	notices       map[string][]notice
+	reaperDone    chan struct{}
+}
+
+// turnFor returns the turn of an invocation, creating it.
+func (e *engine) turnFor(id string) (*turn, error) {
+	return e.getTurn(id, false)
+}
+
+// acquire returns the turn of an invocation, creating it, marked in use so
+// that the idle reaper leaves it alone; the caller must end the use (see
+// execTool.Run).
+func (e *engine) acquire(id string) (*turn, error) {
+	return e.getTurn(id, true)
+}
+
+func (e *engine) getTurn(id string, use bool) (*turn, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	t := e.turns[id]
+	if t == nil {
+		t = &turn{id: id, lastUsed: time.Now()}
+		e.turns[id] = t
+		e.startReaperLocked()
+	}
+	if use {
+		// Under e.mu, which the reaper holds while it looks at inUse.
+		t.mu.Lock()
+		t.inUse++
+		t.mu.Unlock()
+	}
+	return t, nil
+}
+
+// prepare is the before-model hook.
+func (e *engine) prepare(ctx agent.Context, req *model.LLMRequest) error {
+	s, err := e.surfaceFor(ctx)
+	if err != nil {
+		return err
+	}
+	if err := runHooks(ctx, s, e.toolsetHooks, req); err != nil {
+		return err
+	}
+	if !e.cfg.DisableBlock {
+		env := environment(ctx, e.cfg.Backend)
+		env.Discovery = true // the tools package always has search and describe
+		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
+	}
+	addTool(req, e.tool)
+	return nil
+}
+
+// surfaceFor resolves the tool surface of ctx's invocation, once.
+func (e *engine) surfaceFor(ctx agent.ReadonlyContext) (*surface, error) {
+	if e.static != nil {
+		return e.static, nil
+	}
+	t, err := e.turnFor(ctx.InvocationID())
+	if err != nil {
+		return nil, err
+	}
+	return e.surfaceOf(ctx, t)
+}
+
+// surfaceOf resolves the tool surface of the turn t, once.
+func (e *engine) surfaceOf(ctx agent.ReadonlyContext, t *turn) (*surface, error) {
+	if s := t.surface(); s != nil {
+		return s, nil
+	}
+	if e.static != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.surf = e.static
+		return t.surf, nil
+	}
+	s, err := resolve(ctx, e.bare, e.cfg.Toolsets, e.cfg.surfaceOptions())
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.surf == nil {
+		t.surf = s
+	}
+	return t.surf, nil
+}
+
+// appendInstruction appends text to the request's system instruction,
+// separated from what is there by a blank line.
+func appendInstruction(req *model.LLMRequest, text string) {
+	if text == "" {
+		return
+	}
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	si := req.Config.SystemInstruction
+	if si == nil {
+		req.Config.SystemInstruction = genai.NewContentFromText(text, genai.RoleUser)
+		return
+	}
+	if n := len(si.Parts); n > 0 && si.Parts[n-1] != nil && si.Parts[n-1].Text != "" {
+		si.Parts[n-1].Text = strings.TrimRight(si.Parts[n-1].Text, "\n") + "\n\n" + text
+		return
+	}
+	si.Parts = append(si.Parts, genai.NewPartFromText(text))
+}
+
+// addTool declares t in the request and registers it as the tool the flow
+// runs when the model calls it. A request that has it already is left as
+// it is.
+func addTool(req *model.LLMRequest, t runnableTool) {
+	if req.Tools == nil {
+		req.Tools = map[string]any{}
+	}
+	if _, ok := req.Tools[t.Name()]; ok {
+		return
+	}
+	req.Tools[t.Name()] = t
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	for _, gt := range req.Config.Tools {
+		if gt != nil && gt.FunctionDeclarations != nil {
+			gt.FunctionDeclarations = append(gt.FunctionDeclarations, t.Declaration())
+			return
+		}
+	}
+	req.Config.Tools = append(req.Config.Tools, &genai.Tool{FunctionDeclarations: []*genai.FunctionDeclaration{t.Declaration()}})
+}
+
+// setRoot, root and clearRoot track the agent each invocation started with.
+func (e *engine) setRoot(invocation, agentName string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.roots[invocation] = agentName
+}
+
+func (e *engine) root(invocation string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.roots[invocation]
+	return r, ok
+}
+
+func (e *engine) clearRoot(invocation string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.roots, invocation)
+}
+
+// release ends an invocation's turn and closes its sandbox. It is a no-op
+// for an unknown invocation. A call still running keeps the sandbox until
+// it returns.
+func (e *engine) release(invocation string) {
+	e.mu.Lock()
+	t := e.turns[invocation]
+	delete(e.turns, invocation)
+	e.mu.Unlock()
+	if t != nil {
+		t.release()
+	}
+}
+
+// close is Hooks.Close.
+func (e *engine) close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	turns := e.turns
+	e.turns = map[string]*turn{}
+	paused := e.paused
+	e.paused, e.continuations = nil, nil
+	stop, done := e.reaperStop, e.reaperDone
+	e.mu.Unlock()
+	e.shutdownParked(paused)
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	var wg sync.WaitGroup
+	for _, t := range turns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.shutdown()
+		}()
+	}
+	wg.Wait()
+	if e.ownBackend != nil {
+		return e.ownBackend.Close()
+	}
+	return nil
+}
+
+// startReaperLocked starts the idle reaper once; e.mu is held.
+func (e *engine) startReaperLocked() {
+	if e.reaperStop != nil {
+		return
+	}
+	e.reaperStop, e.reaperDone = make(chan struct{}), make(chan struct{})
+	every := min(e.cfg.IdleTimeout/2, 30*time.Second)
+	every = max(every, 50*time.Millisecond)
+	go e.reap(every, e.reaperStop, e.reaperDone)
+}
+
+// reap closes the turns that have been idle longer than the idle timeout.
+func (e *engine) reap(every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			var idle []*turn
+			e.mu.Lock()
+			for id, t := range e.turns {
+				t.mu.Lock()
+				if t.inUse == 0 && now.Sub(t.lastUsed) > e.cfg.IdleTimeout {
+					idle = append(idle, t)
+					delete(e.turns, id)
+				}
+				t.mu.Unlock()
+			}
+			e.mu.Unlock()
+			for _, t := range idle {
+				t.release()
+			}
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package codemode
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/mcptoolset"
+)
+
+// The MCP reference server from npm, at a pinned version, run over stdio.
+const (
+	everythingPackage = "@modelcontextprotocol/server-everything"
+	everythingVersion = "2026.8.31"
+	everythingMain    = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
+
+var (
+	everythingOnce sync.Once
+	everythingErr  string
+)
+
+// everythingDir is where the server is installed: $CODEMODE_MCP_EVERYTHING_DIR,
+// else a directory of the user's cache.
+func everythingDir() string {
+	if d := os.Getenv("CODEMODE_MCP_EVERYTHING_DIR"); d != "" {
+		return d
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "codemode-test", "server-everything@"+everythingVersion)
+}
+
+// everythingServer returns the path of the server's entry point, installing
+// it with npm first if needed; it skips the test when it cannot, or fails
+// it when CODEMODE_REQUIRE_ALL=1.
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	dir := everythingDir()
+	main := filepath.Join(dir, everythingMain)
+	everythingOnce.Do(func() {
+		if _, err := exec.LookPath("node"); err != nil {
+			everythingErr = "node is not installed"
+			return
+		}
+		if _, err := os.Stat(main); err == nil {
+			return
+		}
+		if _, err := exec.LookPath("npm"); err != nil {
+			everythingErr = "npm is not installed"
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, everythingPackage+"@"+everythingVersion).CombinedOutput()
+		if err != nil {
+			everythingErr = "npm install failed: " + err.Error() + ": " + strings.TrimSpace(string(out))
+		}
+	})
+	if everythingErr != "" {
+		msg := "the MCP reference server is not available (" + everythingErr + "); install it with\n\tnpm install --prefix " +
+			dir + " " + everythingPackage + "@" + everythingVersion + "\nor point CODEMODE_MCP_EVERYTHING_DIR at such an install"
+		if os.Getenv("CODEMODE_REQUIRE_ALL") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return main
+}
+
+// TestMCPEverythingFromCode runs npm's MCP reference server over stdio
+// through ADK's mcptoolset, and calls its tools from Python in the jail:
+// plain content, a sum, structured output with its schema, and a tool that
+// fails (its MCP result has isError set: it refuses a URL of a protocol it
+// does not fetch, before fetching anything) and must raise a Python
+// exception.
+func TestMCPEverythingFromCode(t *testing.T) {
+	main := everythingServer(t)
+	server := exec.Command("node", main, "stdio")
+	// The gzip tool fetches URLs: allow it no domain but a name that
+	// resolves nowhere, so that nothing is ever fetched.
+	server.Env = append(os.Environ(), "GZIP_ALLOWED_DOMAINS=invalid")
+	// The toolset keeps its session, and so the server, for the process's
+	// life: end the server with the test.
+	t.Cleanup(func() {
+		if server.Process != nil {
+			_ = server.Process.Kill()
+		}
+	})
+	all, err := mcptoolset.New(mcptoolset.Config{Transport: &mcp.CommandTransport{Command: server}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := tool.FilterToolset(all, tool.StringPredicate([]string{"echo", "get-sum", "get-structured-content", "gzip-file-as-resource"}))
+	code := `import json
+from tools import search
+
+def find(raw):
+    # The block names the tools; search finds them the way a model would.
+    for hit in search(raw.replace("-", " "), limit=20):
+        if hit["name"].rsplit(".", 1)[-1] == raw.replace("-", "_"):
+            ns = {}
+            exec(hit["import"], ns)
+            return ns[raw.replace("-", "_")]
+    raise LookupError(raw)
+
+echo, get_sum, weather, gzip = (find(n) for n in ("echo", "get-sum", "get-structured-content", "gzip-file-as-resource"))
+print("echo:", json.dumps(echo(message="hello from the jail")))
+print("sum:", json.dumps(get_sum(a=2, b=40)))
+print("weather:", json.dumps(weather(location="Chicago")))
+from tools import describe
+doc = describe([h["name"] for h in search("structured content", limit=5) if h["name"].endswith("get_structured_content")][0])
+print("described:", "Returns:" in doc and "temperature" in doc)
+try:
+    gzip(name="x.gz", data="ftp://127.0.0.1/x", outputType="resource")
+    print("gzip: no error")
+except Exception as e:
+    print("gzip raised:", type(e).__name__, "Tool execution failed" in str(e))
+`
+	m := newScript().on("go", run(code), say("done"))
+	f := newFixture(t, m, fixtureConfig{cfg: Config{Toolsets: []tool.Toolset{ts}, DisableToolResultArtifacts: true}})
+	out := outputs(f.turn(t.Context(), "s1", "go"))
+	if len(out) != 1 {
+		t.Fatalf("got %d results, want 1", len(out))
+	}
+	stdout, _ := out[0]["stdout"].(string)
+	stderr, _ := out[0]["stderr"].(string)
+	for _, want := range []string{
+		`echo: {"output": `, "hello from the jail",
+		`sum: {"output": `, "42",
+		`weather: {"output": {"conditions": "Light rain / drizzle", "humidity": 82, "temperature": 36}}`,
+		"described: True",
+		"gzip raised: ToolError True",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s\nstderr:\n%s", want, stdout, stderr)
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package codemode
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/adk-codemode/codemode/render"
+	"github.com/adk-codemode/codemode/schema"
+)
+
+// surface is the tool surface of one invocation: the registry that renders
+// the block and the stubs, and the runnable tools behind it.
+type surface struct {
+	reg   *render.Registry
+	tools map[string]*surfaceTool // by dotted path
+	files map[string][]byte       // the generated tools package
+	hooks []hook                  // request processors of the tools, in order
+}
+
+type surfaceTool struct {
+	name      string // raw ADK name
+	tool      runnableTool
+	validator *schema.Validator // nil when the schema cannot be compiled even in part (logged)
+
+	// builtin: one of the artifact tools, whose {"result": v} is unwrapped
+	// and whose result is never saved as an artifact.
+	builtin bool
+	// saveResult: the result is saved as a tool-result artifact.
+	saveResult bool
+	// popName and popDesc: artifact_name and artifact_description were
+	// added to the declaration by Code Mode and are taken out of the
+	// arguments before the tool sees them.
+	popName, popDesc bool
+}
+
+// surfaceOptions are the parts of Config that shape the surface.
+type surfaceOptions struct {
+	artifactTools   bool
+	resultArtifacts bool
+}
+
+func (cfg Config) surfaceOptions() surfaceOptions {
+	return surfaceOptions{artifactTools: !cfg.DisableArtifactTools, resultArtifacts: !cfg.DisableToolResultArtifacts}
+}
+
+// Parameters added to each tool whose result is saved as an artifact.
+const (
+	paramArtifactName        = "artifact_name"
+	paramArtifactDescription = "artifact_description"
+)
+
+// withNamingParams returns decl with the optional string parameters
+// artifact_name and artifact_description added, unless it declares them
+// already, and which of the two it added. A declaration whose parameters
+// are not a JSON object schema is returned unchanged.
+func withNamingParams(decl *genai.FunctionDeclaration) (*genai.FunctionDeclaration, bool, bool) {
+	var src any
+	switch {
+	case decl.ParametersJsonSchema != nil:
+		src = decl.ParametersJsonSchema
+	case decl.Parameters != nil:
+		src = decl.Parameters
+	}
+	root := map[string]any{"type": "object"}
+	if src != nil {
+		b, err := json.Marshal(src)
+		if err != nil {
+			return decl, false, false
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil || m == nil {
+			return decl, false, false
+		}
+		root = m
+	}
+	props, _ := root["properties"].(map[string]any)
+	if props == nil {
+		if root["properties"] != nil {
+			return decl, false, false
+		}
+		props = map[string]any{}
+	}
+	var addName, addDesc bool
+	if _, ok := props[paramArtifactName]; !ok {
+		props[paramArtifactName] = map[string]any{"type": "string", "description": "Save this call's result as an artifact under this name (.json is added); by default it is saved as codemode-tool-<tool>-<call>.json."}
+		addName = true
+	}
+	if _, ok := props[paramArtifactDescription]; !ok {
+		props[paramArtifactDescription] = map[string]any{"type": "string", "description": "A description kept with the saved result."}
+		addDesc = true
+	}
+	if !addName && !addDesc {
+		return decl, false, false
+	}
+	root["properties"] = props
+	if root["type"] == nil {
+		root["type"] = "object"
+	}
+	d := *decl
+	d.Parameters = nil
+	d.ParametersJsonSchema = root
+	return &d, addName, addDesc
+}
+
+// lookup resolves a name sent by the sandbox: a dotted path, else a raw
+// name unique across namespaces.
+func (s *surface) lookup(name string) (*surfaceTool, bool) {
+	e, ok := s.reg.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	st, ok := s.tools[e.Path]
+	return st, ok
+}
+
+// NotRunnableError reports a tool that code cannot call: it has no function
+// declaration or cannot be run by the host (a model built-in such as Google
+// Search, for example).
+type NotRunnableError struct {
+	Tool string
+}
+
+func (e *NotRunnableError) Error() string {
+	return fmt.Sprintf("codemode: tool %q cannot be called from code: it is not a function tool", e.Tool)
+}
+
+type namespacedTool struct {
+	ns string
+	t  tool.Tool
+}
+
+// staticTools checks the configured bare tools once, at construction.
+func staticTools(tools []tool.Tool) ([]namespacedTool, error) {
+	out := make([]namespacedTool, 0, len(tools))
+	for _, t := range tools {
+		if t == nil {
+			return nil, fmt.Errorf("codemode: nil tool in Config.Tools")
+		}
+		if why, ok := directOnlyReason(t); ok {
+			return nil, &DirectOnlyError{Tool: t.Name(), Reason: why}
+		}
+		if _, ok := t.(runnableTool); !ok {
+			return nil, &NotRunnableError{Tool: t.Name()}
+		}
+		out = append(out, namespacedTool{t: t})
+	}
+	return out, nil
+}
+
+// resolve builds the surface of the bare tools plus the toolsets' tools as
+// they are for this invocation.
+func resolve(ctx agent.ReadonlyContext, bare []namespacedTool, toolsets []tool.Toolset, opt surfaceOptions) (*surface, error) {
+	all := append([]namespacedTool(nil), bare...)
+	for _, ts := range toolsets {
+		tools, err := ts.Tools(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("codemode: toolset %q: %w", ts.Name(), err)
+		}
+		for _, t := range tools {
+			all = append(all, namespacedTool{ns: ts.Name(), t: t})
+		}
+	}
+	return buildSurface(all, opt)
+}
+
+// buildSurface builds the surface of the given tools, with the artifact
+// tools at the top level ahead of them and the naming parameters added
+// as opt says.
+func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
+	if opt.artifactTools {
+		var builtins []namespacedTool
+		for _, t := range artifactTools() {
+			builtins = append(builtins, namespacedTool{t: t})
+		}
+		all = append(builtins, all...)
+	}
+	rtools := make([]render.Tool, 0, len(all))
+	byKey := map[[2]string]runnableTool{}
+	pops := map[[2]string][2]bool{}
+	for _, nt := range all {
+		if why, ok := directOnlyReason(nt.t); ok {
+			return nil, &DirectOnlyError{Tool: nt.t.Name(), Reason: why}
+		}
+		rt, ok := nt.t.(runnableTool)
+		if !ok {
+			return nil, &NotRunnableError{Tool: nt.t.Name()}
+		}
+		decl := rt.Declaration()
+		if decl == nil {
+			return nil, &NotRunnableError{Tool: nt.t.Name()}
+		}
+		if _, builtin := rt.(*artifactTool); opt.resultArtifacts && !builtin {
+			var addName, addDesc bool
+			decl, addName, addDesc = withNamingParams(decl)
+			pops[[2]string{nt.ns, decl.Name}] = [2]bool{addName, addDesc}
+		}
+		rtools = append(rtools, render.Tool{Namespace: nt.ns, Declaration: decl, ResultKey: resultKey(rt, decl)})
+		byKey[[2]string{nt.ns, decl.Name}] = rt
+	}
+	reg, err := render.NewRegistry(rtools)
+	if err != nil {
+		return nil, fmt.Errorf("codemode: %w", err)
+	}
+	s := &surface{reg: reg, tools: map[string]*surfaceTool{}, files: map[string][]byte{}, hooks: toolHooks(all)}
+	for _, e := range reg.Entries() {
+		key := [2]string{e.Namespace, e.Name}
+		st := &surfaceTool{name: e.Name, tool: byKey[key]}
+		if _, ok := st.tool.(*artifactTool); ok {
+			st.builtin = true
+		} else if opt.resultArtifacts {
+			st.saveResult = true
+			st.popName, st.popDesc = pops[key][0], pops[key][1]
+		}
+		v, err := schema.CompileValidator(e.Declaration)
+		st.validator = v
+		reportValidation(e.Path, v, err)
+		s.tools[e.Path] = st
+	}
+	for _, f := range reg.Stubs() {
+		s.files[f.Path] = []byte(f.Content)
+	}
+	return s, nil
+}

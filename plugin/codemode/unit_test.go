@@ -1,0 +1,235 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/memory"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
+
+	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/wire"
+)
+
+// fakeCtx is a bare tool context for driving execute_code without a runner.
+type fakeCtx struct {
+	agent.StrictContextMock
+	actions *session.EventActions
+}
+
+func fakeToolContext(ctx context.Context) *fakeCtx {
+	return &fakeCtx{StrictContextMock: agent.StrictContextMock{Ctx: ctx}, actions: &session.EventActions{StateDelta: map[string]any{}}}
+}
+
+func (c *fakeCtx) UserContent() *genai.Content                          { return nil }
+func (c *fakeCtx) InvocationID() string                                 { return "inv" }
+func (c *fakeCtx) AgentName() string                                    { return "a" }
+func (c *fakeCtx) ReadonlyState() session.ReadonlyState                 { return nil }
+func (c *fakeCtx) UserID() string                                       { return "u" }
+func (c *fakeCtx) AppName() string                                      { return "app" }
+func (c *fakeCtx) SessionID() string                                    { return "s" }
+func (c *fakeCtx) Branch() string                                       { return "" }
+func (c *fakeCtx) Artifacts() agent.Artifacts                           { return nil }
+func (c *fakeCtx) State() session.State                                 { return nil }
+func (c *fakeCtx) FunctionCallID() string                               { return "call-1" }
+func (c *fakeCtx) Actions() *session.EventActions                       { return c.actions }
+func (c *fakeCtx) RequestConfirmation(string, any) error                { return nil }
+func (c *fakeCtx) ToolConfirmation() *toolconfirmation.ToolConfirmation { return nil }
+func (c *fakeCtx) SearchMemory(context.Context, string) (*memory.SearchResponse, error) {
+	return nil, errors.New("no memory")
+}
+
+var _ agent.Context = (*fakeCtx)(nil)
+
+// failingBackend never starts a sandbox.
+type failingBackend struct{}
+
+func (failingBackend) Name() string { return "failing" }
+func (failingBackend) Open(context.Context, transport.SessionConfig) (transport.Session, error) {
+	return nil, errors.New("no sandbox here")
+}
+
+// scriptedBackend opens sessions whose Exec calls replay errs in order,
+// then succeed.
+type scriptedBackend struct {
+	mu     sync.Mutex
+	errs   []error
+	opened int
+	closed int
+}
+
+func (b *scriptedBackend) Name() string { return "scripted" }
+func (b *scriptedBackend) Open(context.Context, transport.SessionConfig) (transport.Session, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.opened++
+	return &scriptedSession{b: b}, nil
+}
+
+type scriptedSession struct{ b *scriptedBackend }
+
+func (s *scriptedSession) Environment() transport.Environment { return transport.Environment{} }
+func (s *scriptedSession) Exec(_ context.Context, blk transport.Block) (*transport.Result, error) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	if len(s.b.errs) > 0 {
+		err := s.b.errs[0]
+		s.b.errs = s.b.errs[1:]
+		return nil, err
+	}
+	return &transport.Result{Stdout: "ran " + blk.Code}, nil
+}
+func (s *scriptedSession) ReadFile(context.Context, string) ([]byte, error) { return nil, nil }
+func (s *scriptedSession) Close() error {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	s.b.closed++
+	return nil
+}
+
+func TestReconnectClasses(t *testing.T) {
+	lost := errors.New("socket closed")
+	tests := []struct {
+		name       string
+		errs       []error
+		wantStdout string
+		wantStderr string
+		wantOpened int
+	}{
+		{"not run is retried once", []error{&transport.ConnectionError{Stage: transport.NotRun, Err: lost}}, "ran x", "", 2},
+		{"not run twice", []error{&transport.ConnectionError{Stage: transport.NotRun, Err: lost}, &transport.ConnectionError{Stage: transport.NotRun, Err: lost}}, "", msgNotRun, 2},
+		{"unknown is not retried", []error{&transport.ConnectionError{Stage: transport.Unknown, Err: lost}}, "", msgUnknown, 1},
+		{"ran is not retried", []error{&transport.ConnectionError{Stage: transport.Ran, Err: lost}}, "", msgRan, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &scriptedBackend{errs: tt.errs}
+			h, err := NewHooks(Config{Backend: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			got, err := h.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{"stdout": tt.wantStdout, "stderr": tt.wantStderr, "output_files": []string{}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if b.opened != tt.wantOpened {
+				t.Errorf("opened %d sandboxes, want %d", b.opened, tt.wantOpened)
+			}
+		})
+	}
+}
+
+func TestVersionMismatchDiscardsTurn(t *testing.T) {
+	b := &scriptedBackend{errs: []error{&wire.VersionError{Sandbox: 1, Host: 2}}}
+	h, err := NewHooks(Config{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	_, err = h.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
+	var ve *wire.VersionError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Run: %v, want a *wire.VersionError", err)
+	}
+	if b.closed != 1 {
+		t.Errorf("closed %d sandboxes, want 1", b.closed)
+	}
+}
+
+func TestBoundOutput(t *testing.T) {
+	if got, cut := boundOutput("short", 100); got != "short" || cut {
+		t.Errorf("short text changed: %q, %v", got, cut)
+	}
+	long := strings.Repeat("a", 100) + strings.Repeat("é", 100) + strings.Repeat("z", 100)
+	view, cut := boundOutput(long, 100)
+	if !cut {
+		t.Fatalf("long text not cut")
+	}
+	head := strings.Repeat("a", 70)
+	tail := strings.Repeat("z", 100-70-len(truncationMarker))
+	if diff := cmp.Diff(head+truncationMarker+tail, view); diff != "" {
+		t.Errorf("view (-want +got):\n%s", diff)
+	}
+	if got, _ := boundOutput(strings.Repeat("é", 50), 10); got != strings.Repeat("é", 10) {
+		t.Errorf("small limit: %q", got)
+	}
+}
+
+func TestJSONSafe(t *testing.T) {
+	type point struct {
+		X int `json:"x"`
+	}
+	in := map[string]any{
+		"bytes": []byte("hi"),
+		"time":  time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		"nan":   math.NaN(),
+		"ints":  map[int]string{1: "one"},
+		"tuple": [2]int{1, 2},
+		"point": point{X: 3},
+		"ptr":   &point{X: 4},
+		"nil":   (*point)(nil),
+		"err":   errors.New("boom"),
+	}
+	want := map[string]any{
+		"bytes": map[string]any{"kind": "bytes", "data": "aGk=", "encoding": "base64"},
+		"time":  "2025-01-02T03:04:05Z",
+		"nan":   "NaN",
+		"ints":  map[string]any{"1": "one"},
+		"tuple": []any{int64(1), int64(2)},
+		"point": map[string]any{"x": float64(3)},
+		"ptr":   map[string]any{"x": float64(4)},
+		"nil":   nil,
+		"err":   "boom",
+	}
+	if diff := cmp.Diff(want, jsonSafe(in)); diff != "" {
+		t.Errorf("jsonSafe (-want +got):\n%s", diff)
+	}
+}
+
+func TestErrorType(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{errors.New("x"), "ToolError"},
+		{&UnsupportedToolActionError{Tool: "t"}, "UnsupportedToolActionError"},
+		{errors.Join(errors.New("a")), "ToolError"},
+		{context.DeadlineExceeded, "TimeoutError"},
+	}
+	for _, tt := range tests {
+		if got := errorType(tt.err); got != tt.want {
+			t.Errorf("errorType(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestNotRunnableToolRefused(t *testing.T) {
+	_, err := New(Config{Tools: []tool.Tool{builtinTool{}}})
+	var nr *NotRunnableError
+	if !errors.As(err, &nr) || nr.Tool != "google_search" {
+		t.Errorf("New: %v, want a *NotRunnableError for google_search", err)
+	}
+}
+
+// builtinTool is a tool the host cannot run, like a model built-in.
+type builtinTool struct{}
+
+func (builtinTool) Name() string        { return "google_search" }
+func (builtinTool) Description() string { return "" }
+func (builtinTool) IsLongRunning() bool { return false }
