@@ -17,8 +17,8 @@ import (
 
 	"github.com/adk-codemode/codemode/internal/clip"
 	"github.com/adk-codemode/codemode/internal/supervisor"
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // attach runs a session in this process whose worker lives with a

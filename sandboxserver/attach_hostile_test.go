@@ -16,8 +16,8 @@ import (
 
 	"github.com/adk-codemode/codemode/internal/fdcheck"
 	"github.com/adk-codemode/codemode/internal/supervisor"
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // setVar sets *v for the test and restores it after.

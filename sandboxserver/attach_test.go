@@ -24,8 +24,8 @@ import (
 
 	"github.com/adk-codemode/codemode/internal/fdcheck"
 	"github.com/adk-codemode/codemode/internal/supervisor"
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // supervisorProc is a real supervisor: this test binary re-executed under

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 func BenchmarkServePrint(b *testing.B) {

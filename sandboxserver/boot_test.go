@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 const testPython = "/usr/bin/python3"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/internal/supervisor"
-	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/internal/wire"
 )
 
 // TestConfigMatchesSupervisor: the supervisor decodes its own copy of

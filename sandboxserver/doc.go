@@ -1,5 +1,5 @@
 // Package sandboxserver is the runtime of a session: it serves the frame
-// protocol (package transport/wire) to the host and owns the session's
+// protocol (package internal/wire) to the host and owns the session's
 // persistent Python worker. It runs either inside the sandbox ([Serve]),
 // or in the host's process with the worker in the sandbox under a
 // supervisor ([Launch]).

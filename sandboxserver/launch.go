@@ -13,8 +13,8 @@ import (
 
 	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/internal/tailbuf"
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // stopWait is how long a closing session waits for its supervisor to exit

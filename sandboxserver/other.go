@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // errNotLinux is what the server answers on other systems.

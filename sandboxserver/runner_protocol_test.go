@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/internal/wire"
 )
 
 // TestRunnerProtocolMatchesWire holds the runner's protocol constants

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/internal/clip"
-	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/internal/wire"
 )
 
 const (

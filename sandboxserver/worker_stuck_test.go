@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // The regression tests of this file run each scenario twice: with the

@@ -19,7 +19,7 @@
 // [Pool] wraps a backend and keeps sessions started ahead of need.
 //
 // This package has no wire types: how frames travel is the business of
-// package transport/wire, and how a sandbox is started that of the
+// package internal/wire, and how a sandbox is started that of the
 // backends (package backend/jail, backend/unsandboxed) and of
 // sandboxserver.Launch, their shared recipe.
 //

@@ -46,3 +46,16 @@ func (e *ConnectionError) Error() string {
 }
 
 func (e *ConnectionError) Unwrap() error { return e.Err }
+
+// VersionError reports a sandbox that speaks another version of the frame
+// protocol than the host. Running the block again cannot help: the sandbox
+// server must come from the same codemode release as the host.
+type VersionError struct {
+	Sandbox int // the version in the sandbox's ready frame
+	Host    int // the version this host speaks
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("transport: the sandbox speaks protocol version %d but this host speaks version %d; "+
+		"run a sandbox server built from the same codemode release as the host (rebuild the sandbox image)", e.Sandbox, e.Host)
+}

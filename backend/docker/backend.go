@@ -17,9 +17,9 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/adk-codemode/codemode/internal/tailbuf"
+	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
-	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
 // Labels on every container the backend creates.

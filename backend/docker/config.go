@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/adk-codemode/codemode/transport/wsproto"
+	"github.com/adk-codemode/codemode/internal/wsproto"
 )
 
 // DefaultImage is the image that `make image` builds.

@@ -9,7 +9,7 @@
 // The session runs over the container's attached standard input and
 // output, demultiplexed with the client's stdcopy: no port is published and
 // nothing listens anywhere. The tools package arrives over the same stream
-// in the files preamble of package transport/wsproto, the tar message the
+// in the files preamble of package internal/wsproto, the tar message the
 // remote backend sends over its WebSocket, and the server
 // (codemode-sandbox --files-over-stdin) validates it and writes it read-only
 // to /tools.

@@ -6,9 +6,9 @@ import (
 	"maps"
 	"os"
 
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // serverTasks is how many of the jail's tasks are kept for the

@@ -17,9 +17,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
-	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
 // Config configures a [Backend].
@@ -370,7 +370,7 @@ func Transient(err error) bool {
 		}
 		return false
 	}
-	var ve *wire.VersionError
+	var ve *transport.VersionError
 	if errors.As(err, &ve) || errors.Is(err, context.Canceled) {
 		return false
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // echo is a raw gorilla/websocket echo server on 127.0.0.1 and a client

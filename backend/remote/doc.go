@@ -2,7 +2,7 @@
 // is a WebSocket to a sandbox server (cmd/codemode-sandbox --listen,
 // package sandboxserver/wsserve) on another machine, in a container or a
 // pod that lives for one session. The protocol is package
-// transport/wsproto's; this package is its client.
+// internal/wsproto's; this package is its client.
 //
 // # Connecting
 //

@@ -19,8 +19,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
 func open(t *testing.T, b transport.Backend, cfg transport.SessionConfig) transport.Session {

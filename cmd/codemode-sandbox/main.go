@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/sandboxserver/wsserve"
-	"github.com/adk-codemode/codemode/transport/wire"
-	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
 func main() {

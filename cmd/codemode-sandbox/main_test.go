@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
-	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
 // TestServesOverStdio builds the command and drives it the way a container

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // stdioBackend starts the codemode-sandbox command per session and talks

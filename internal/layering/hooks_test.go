@@ -27,7 +27,7 @@ var lateInit = map[string]string{
 	"os/exec":       "it needs path/filepath",
 	"path/filepath": "it needs os and strings and sorts after github.com, go.opentelemetry.io, golang.org and google.golang.org: package path does for Linux paths",
 	"log":           "it sorts after github.com, go.opentelemetry.io and golang.org",
-	"log/slog":      "it sorts after github.com, go.opentelemetry.io, golang.org and google.golang.org (transport/wire imports it)",
+	"log/slog":      "it sorts after github.com, go.opentelemetry.io, golang.org and google.golang.org (internal/wire imports it)",
 	"regexp":        "it has init work and sorts after the third-party packages",
 	"text/template": "it needs net/url and reflect's whole machinery",
 	"html/template": "it needs text/template",

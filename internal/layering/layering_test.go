@@ -1,6 +1,7 @@
 package layering
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -48,8 +49,8 @@ var layers = map[string]int{
 	"backend/jail/internal/initstage": 6,
 	"sandboxserver":                   6,
 	"transport/transporttest":         7,
-	"transport/wsproto":               7,
-	"transport/wire":                  8,
+	"internal/wsproto":                7,
+	"internal/wire":                   8,
 	"transport":                       9,
 	"internal/supervisor":             9,
 	"internal/clip":                   10,
@@ -74,6 +75,10 @@ func TestImportsRunDown(t *testing.T) {
 		if err != nil {
 			if _, statErr := exec.LookPath("go"); statErr != nil {
 				t.Skipf("the go command is needed to check the package graph: %v", statErr)
+			}
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Fatalf("go list in %s: %v\n%s", dir, err, ee.Stderr)
 			}
 			t.Fatalf("go list in %s: %v", dir, err)
 		}

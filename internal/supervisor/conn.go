@@ -42,7 +42,7 @@ type Msg struct {
 	Error    string     `json:"error,omitempty"`
 }
 
-// FileInfo names a regular file in the workspace. It is transport/wire's
+// FileInfo names a regular file in the workspace. It is internal/wire's
 // FileInfo (whose package this one does not import, see the package
 // documentation), and converts to it.
 type FileInfo struct {
@@ -57,7 +57,7 @@ var (
 )
 
 const (
-	// MaxLine bounds a message: transport/wire's MaxFrameSize, so that a
+	// MaxLine bounds a message: internal/wire's MaxFrameSize, so that a
 	// file of the most a frame may carry fits.
 	MaxLine      = 64 << 20
 	maxQueuedFDs = 16

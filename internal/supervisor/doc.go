@@ -27,7 +27,7 @@
 // early packages, golang.org/x/sys/unix and internal/clip: no net (the
 // socket is read and written with recvmsg and sendmsg through the runtime's
 // poller), no os/exec, no path/filepath (package path does for Linux
-// paths), no regexp, and nothing of transport/wire, which imports log/slog:
+// paths), no regexp, and nothing of internal/wire, which imports log/slog:
 // [FileInfo] and [MaxLine] are that package's, restated. Tests in
 // internal/layering and backend/jail/internal/initstage hold the package
 // to this.

@@ -88,7 +88,7 @@
 // state is gone), it may or may not have run, or it ran but its output was
 // lost. The last two are never retried. A sandbox that speaks another protocol
 // version ends the turn and execute_code returns a
-// [*wire.VersionError].
+// [*transport.VersionError].
 //
 // # Tools called from code
 //

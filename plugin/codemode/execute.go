@@ -17,7 +17,6 @@ import (
 	"google.golang.org/adk/v2/tool"
 
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // execTool is the execute_code tool.
@@ -175,7 +174,7 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, 
 // that was never sent may run again (retry) on the first attempt.
 func (e *engine) execFailed(tn *turn, sess transport.Session, err error, attempt int) (retry bool, _ error) {
 	var ce *transport.ConnectionError
-	var ve *wire.VersionError
+	var ve *transport.VersionError
 	switch {
 	case errors.As(err, &ve):
 		tn.discard(sess)

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // fakeCtx is a bare tool context for driving execute_code without a runner.
@@ -136,16 +135,16 @@ func TestReconnectClasses(t *testing.T) {
 }
 
 func TestVersionMismatchDiscardsTurn(t *testing.T) {
-	b := &scriptedBackend{errs: []error{&wire.VersionError{Sandbox: 1, Host: 2}}}
+	b := &scriptedBackend{errs: []error{&transport.VersionError{Sandbox: 1, Host: 2}}}
 	h, err := NewHooks(Config{Backend: b})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
 	_, err = h.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
-	var ve *wire.VersionError
+	var ve *transport.VersionError
 	if !errors.As(err, &ve) {
-		t.Fatalf("Run: %v, want a *wire.VersionError", err)
+		t.Fatalf("Run: %v, want a *transport.VersionError", err)
 	}
 	if b.closed != 1 {
 		t.Errorf("closed %d sandboxes, want 1", b.closed)

@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/sandboxserver"
-	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
 // Config configures [Serve].
@@ -17,7 +17,7 @@ type Config struct {
 	// required: an existing directory, writable by this process, where
 	// the session's files (the tools package) are written.
 	Session sandboxserver.Config
-	// Secret verifies the clients' tokens (see package transport/wsproto);
+	// Secret verifies the clients' tokens (see package internal/wsproto);
 	// at least wsproto.MinSecretBytes long.
 	Secret []byte
 	// InsecureNoAuth lets anyone who reaches the port run code. It must

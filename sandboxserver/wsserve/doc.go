@@ -2,7 +2,7 @@
 // sandbox that runs on another machine than its host: a container per
 // turn on Cloud Run, a Kubernetes pod, any host without user namespaces.
 // cmd/codemode-sandbox runs it under --listen; package backend/remote is
-// its client. The protocol is package transport/wsproto's.
+// its client. The protocol is package internal/wsproto's.
 //
 // # Requests
 //

@@ -15,9 +15,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/sandboxserver"
-	"github.com/adk-codemode/codemode/transport/wire"
-	"github.com/adk-codemode/codemode/transport/wsproto"
 )
 
 // server answers requests; the first accepted WebSocket runs the session.

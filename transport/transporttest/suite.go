@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/wire"
 )
 
 // NewBackend returns the backend under test.

@@ -20,7 +20,7 @@ import sys
 _RFD, _WFD = 3, 4
 
 # The frame protocol this runner speaks with the server. A test holds these
-# against the Go side (transport/wire), so the two cannot drift apart.
+# against the Go side (internal/wire), so the two cannot drift apart.
 PROTOCOL_VERSION = 2
 KIND_READY = "ready"
 KIND_RUN = "run"

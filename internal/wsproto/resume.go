@@ -13,7 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/internal/wire"
 )
 
 // ErrNotResumed is wrapped by the error of a session whose connection was

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/internal/wire"
 )
 
 // Subprotocol names this binding of the frame protocol in the WebSocket

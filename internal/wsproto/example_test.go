@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/adk-codemode/codemode/transport/wsproto"
+	"github.com/adk-codemode/codemode/internal/wsproto"
 )
 
 // A host signs a fresh token per connection; the server verifies it once.

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -103,9 +105,9 @@ func TestDecodeRejects(t *testing.T) {
 func TestVersionMismatch(t *testing.T) {
 	other := ProtocolVersion + 1
 	_, err := Decode([]byte(`{"kind":"ready","protocol_version":` + strconv.Itoa(other) + `,"python_version":"3.13.0","new_key":true}`))
-	var ve *VersionError
+	var ve *transport.VersionError
 	if !errors.As(err, &ve) || ve.Sandbox != other || ve.Host != ProtocolVersion {
-		t.Fatalf("err = %v, want *VersionError{%d, %d}", err, other, ProtocolVersion)
+		t.Fatalf("err = %v, want *transport.VersionError{%d, %d}", err, other, ProtocolVersion)
 	}
 	if !strings.Contains(err.Error(), "rebuild") {
 		t.Errorf("message %q does not say what to do", err)

@@ -15,7 +15,7 @@ import (
 
 // ProtocolVersion is the version of the frame protocol this package speaks.
 // The sandbox sends its own version in the ready frame; the host refuses any
-// other with a [*VersionError].
+// other with a [*transport.VersionError].
 const ProtocolVersion = 2
 
 // Frame kinds.
@@ -280,7 +280,7 @@ func Decode(line []byte) (Frame, error) {
 		// user needs to hear about.
 		var v int
 		if pv, ok := raw["protocol_version"]; ok && json.Unmarshal(pv, &v) == nil && v != ProtocolVersion {
-			return nil, &VersionError{Sandbox: v, Host: ProtocolVersion}
+			return nil, &transport.VersionError{Sandbox: v, Host: ProtocolVersion}
 		}
 	}
 	if err := fillFields(kind+" frame", raw, reflect.ValueOf(f).Elem()); err != nil {

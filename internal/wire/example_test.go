@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/transport"
 )
 
 func ExampleEncode() {
@@ -24,7 +25,7 @@ func ExampleDecode() {
 
 	// A sandbox of another release is named as such.
 	_, err = wire.Decode([]byte(`{"kind":"ready","protocol_version":9}`))
-	var ve *wire.VersionError
+	var ve *transport.VersionError
 	fmt.Println(errors.As(err, &ve), ve.Sandbox)
 	// Output:
 	// *wire.DoneFrame <nil>

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/adk-codemode/codemode/transport/wire"
+	"github.com/adk-codemode/codemode/internal/wire"
 )
 
 // The kinds of message after the files message, each a binary message

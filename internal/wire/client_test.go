@@ -40,9 +40,9 @@ func ready(c *Conn) {
 
 func TestClientRejectsOtherVersion(t *testing.T) {
 	_, err := fakeSandbox(t, func(c *Conn) { _ = c.Write(&ReadyFrame{ProtocolVersion: ProtocolVersion + 1}) })
-	var ve *VersionError
+	var ve *transport.VersionError
 	if !errors.As(err, &ve) {
-		t.Fatalf("err = %v, want *VersionError", err)
+		t.Fatalf("err = %v, want *transport.VersionError", err)
 	}
 }
 

@@ -18,7 +18,7 @@
 //   - an unknown kind is an error.
 //
 // The sandbox announces itself with a ready frame carrying [ProtocolVersion].
-// A host that reads a different version fails with a [*VersionError].
+// A host that reads a different version fails with a [*transport.VersionError].
 //
 // A block runs as: the host sends run; the sandbox sends any number of
 // tool_call (answered by tool_result), cancel and log frames; then done, then
