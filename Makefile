@@ -60,8 +60,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'JailColdStartInADKProgram' -benchtime 60x ./plugin/codemode
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./backend/jail
 	$(GO) test -run '^$$' -bench 'StartPython$$|BarePython' -benchtime 30x ./backend/jail
-	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./sandboxserver/
-	$(GO) test -run '^$$' -bench ChangedAfterBlock10k -benchtime 300x -benchmem ./sandboxserver/
+	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./internal/server/
+	$(GO) test -run '^$$' -bench ChangedAfterBlock10k -benchtime 300x -benchmem ./internal/supervisor/
 	$(GO) test -run '^$$' -bench RenderCatalog1000 -benchtime 20x -benchmem ./render/
 	$(GO) test -run '^$$' -bench ResumableRoundTrip -benchtime 5000x -count 3 ./internal/wsproto
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime 3000x -count 3 ./backend/remote

@@ -4,6 +4,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 
+	"github.com/adk-codemode/codemode/internal/hooklink"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 )
 
@@ -24,16 +25,16 @@ type Set struct {
 	// every other error alone.
 	OnToolError llmagent.OnToolErrorCallback
 
-	hooks *codemode.Hooks
+	close func() error
 }
 
 // New returns the callbacks for cfg, which is read like the plugin's.
 func New(cfg codemode.Config) (*Set, error) {
-	h, err := codemode.NewHooks(cfg)
+	h, err := hooklink.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Set{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, OnToolError: h.OnToolError, hooks: h}, nil
+	return &Set{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, OnToolError: h.OnToolError, close: h.Close}, nil
 }
 
 // MustNew is like [New] but panics on an error.
@@ -47,4 +48,4 @@ func MustNew(cfg codemode.Config) *Set {
 
 // Close closes every sandbox the callbacks started and stops the idle
 // reaper.
-func (c *Set) Close() error { return c.hooks.Close() }
+func (c *Set) Close() error { return c.close() }

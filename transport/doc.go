@@ -21,7 +21,7 @@
 // This package has no wire types: how frames travel is the business of
 // package internal/wire, and how a sandbox is started that of the
 // backends (package backend/jail, backend/unsandboxed) and of
-// sandboxserver.Launch, their shared recipe.
+// internal/launch's Launch, their shared recipe.
 //
 // # Concurrency
 //

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
 
+	"github.com/adk-codemode/codemode/adkv1/internal/hooklink"
 	"github.com/adk-codemode/codemode/adkv1/plugin/codemode"
 )
 
@@ -26,16 +27,16 @@ type Set struct {
 	// every other error alone.
 	OnToolError llmagent.OnToolErrorCallback
 
-	hooks *codemode.Hooks
+	close func() error
 }
 
 // New returns the callbacks for cfg, which is read like the plugin's.
 func New(cfg codemode.Config) (*Set, error) {
-	h, err := codemode.NewHooks(cfg)
+	h, err := hooklink.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Set{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, OnToolError: h.OnToolError, hooks: h}, nil
+	return &Set{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, OnToolError: h.OnToolError, close: h.Close}, nil
 }
 
 // MustNew is like [New] but panics on an error.
@@ -49,4 +50,4 @@ func MustNew(cfg codemode.Config) *Set {
 
 // Close closes every sandbox the callbacks started and stops the idle
 // reaper.
-func (c *Set) Close() error { return c.hooks.Close() }
+func (c *Set) Close() error { return c.close() }

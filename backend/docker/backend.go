@@ -120,7 +120,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	if err := b.connect(ctx); err != nil {
 		return nil, err
 	}
-	preamble, err := encodePreamble(scfg.Files, b.cfg.Files)
+	preamble, err := encodePreamble(scfg.Files, wsproto.FileLimits{MaxBytes: b.cfg.MaxFilesBytes, MaxFiles: b.cfg.MaxFiles})
 	if err != nil {
 		return nil, fmt.Errorf("docker: the session's files: %w", err)
 	}

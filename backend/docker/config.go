@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/adk-codemode/codemode/internal/wsproto"
 )
 
 // DefaultImage is the image that `make image` builds.
@@ -55,9 +53,11 @@ type Config struct {
 	// StopTimeout is how long a closing session waits for its container to
 	// exit by itself before it is killed. Zero means 3s.
 	StopTimeout time.Duration
-	// Files bounds the files sent at session start (default 100 MiB,
-	// 10,000 files, as the server's).
-	Files wsproto.FileLimits
+	// MaxFilesBytes and MaxFiles bound the files sent at session start,
+	// the tools package among them. Zero means 100 MiB and 10,000 files,
+	// the server's defaults.
+	MaxFilesBytes int64
+	MaxFiles      int
 	// Logger receives the sandbox's log frames and the clean-up of
 	// containers left behind. Nil means slog.Default().
 	Logger *slog.Logger

@@ -3,11 +3,13 @@ package jail
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 
+	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/wire"
-	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -61,7 +63,7 @@ func (b *Backend) Name() string {
 // Session is a jailed session. Besides [transport.Session] it reports what
 // the jail enforces.
 type Session struct {
-	*wire.Client
+	transport.Session
 	cmd      *Cmd
 	fallback error
 }
@@ -82,15 +84,35 @@ func (s *Session) Usage() Usage { return s.cmd.Usage() }
 // Open starts a jail running the supervisor and waits until its Python
 // worker is ready.
 func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (transport.Session, error) {
-	st, server, err := b.Launcher(scfg.Files)
+	st, cfg, err := b.launcher(scfg.Files)
 	if err != nil {
 		return nil, err
 	}
-	client, err := sandboxserver.Launch(ctx, st, server, scfg)
+	client, err := launch.Launch(ctx, st, cfg, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("jail: %w", err)
 	}
-	return &Session{Client: client, cmd: st.Jail(), fallback: st.fallback}, nil
+	return &Session{Session: client, cmd: st.cmd, fallback: st.fallback}, nil
+}
+
+// ServeSession serves one session of a sandbox server over stream, a
+// frame stream to the session's host (docs/protocol.md), which it closes:
+// the session's worker runs under a supervisor in a jail of its own,
+// holding the backend's files and files, as a session of [Backend.Open]
+// does, and the session's server runs in this process and talks to the
+// worker directly. It returns when the session ends and the jail is gone.
+// codemode-sandbox --listen --jail serves each WebSocket session so,
+// giving a remote session the protections of a local one.
+func (b *Backend) ServeSession(ctx context.Context, stream io.ReadWriteCloser, files map[string][]byte) error {
+	conn := wire.NewConn(stream, stream, stream, wire.MaxFrameSize)
+	defer conn.Close()
+	st, cfg, err := b.launcher(files)
+	if err != nil {
+		err = fmt.Errorf("jail: prepare the session's worker: %w", err)
+		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
+		return err
+	}
+	return launch.ServeLaunched(ctx, conn, st, cfg)
 }
 
 // Close stops the template process the backend's sessions are forked
@@ -109,18 +131,17 @@ func (b *Backend) Close() error {
 // that run the whole suite on that start path.
 var coldByDefault bool
 
-// Launcher returns what starts a session's supervisor in a fresh jail
+// launcher returns what starts a session's supervisor in a fresh jail
 // whose files are the backend's and files, and the supervisor's config:
-// what Open passes to sandboxserver.Launch. A sandbox server passes them to
-// sandboxserver.ServeLaunched to jail the worker of a remote session.
-func (b *Backend) Launcher(files map[string][]byte) (*Starter, sandboxserver.Config, error) {
+// what the launch recipe takes.
+func (b *Backend) launcher(files map[string][]byte) (*starter, server.Config, error) {
 	cfg, err := b.effectiveConfig(files)
 	if err != nil {
-		return nil, sandboxserver.Config{}, err
+		return nil, server.Config{}, err
 	}
 	python := cfg.Python
 	d := cfg.withDefaults()
-	server := sandboxserver.Config{
+	scfg := server.Config{
 		Python:             python,
 		WorkerAddressSpace: max(d.AddressSpaceBytes, 0),
 		// The supervisor shares the jail's task limit with the code:
@@ -131,7 +152,7 @@ func (b *Backend) Launcher(files map[string][]byte) (*Starter, sandboxserver.Con
 		Env:             []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		MaxOutputBytes:  b.MaxOutputBytes,
 	}
-	return &Starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault)}, server, nil
+	return &starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault)}, scfg, nil
 }
 
 // effectiveConfig is the backend's Config with files merged in and the
@@ -153,19 +174,19 @@ func (b *Backend) effectiveConfig(files map[string][]byte) (Config, error) {
 	return cfg, nil
 }
 
-// Starter starts a supervisor in a fresh jail: a [sandboxserver.Starter].
-// It starts one jail; see [Backend.Launcher].
-type Starter struct {
+// starter starts a supervisor in a jail, forked from a template or cold:
+// a [launch.Starter] that starts one jail.
+type starter struct {
 	config   Config
 	zygote   bool
-	cmd      *Cmd
-	fallback error
+	cmd      *Cmd  // the jail Start started
+	fallback error // why Start started the jail cold although it was to fork it
 }
 
-var _ sandboxserver.Starter = (*Starter)(nil)
+var _ launch.Starter = (*starter)(nil)
 
 // Start starts the jail. It outlives ctx, which only bounds the start.
-func (s *Starter) Start(_ context.Context, c sandboxserver.Command) (sandboxserver.Process, error) {
+func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, error) {
 	if s.zygote {
 		cmd, err := forkSession(s.config, c)
 		if err == nil {
@@ -177,7 +198,7 @@ func (s *Starter) Start(_ context.Context, c sandboxserver.Command) (sandboxserv
 	cmd, err := Start(context.Background(), s.config, Spec{
 		Args:       c.Args,
 		Self:       true,
-		inProcess:  sandboxserver.SupervisorStage,
+		inProcess:  server.SupervisorStage,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 		Stderr:     c.Stderr,
 		ExtraFiles: []*os.File{c.Socket},
@@ -188,13 +209,6 @@ func (s *Starter) Start(_ context.Context, c sandboxserver.Command) (sandboxserv
 	s.cmd = cmd
 	return jailProcess{cmd}, nil
 }
-
-// Fallback is why Start started the jail cold although the starter forks
-// sessions from a template, or nil.
-func (s *Starter) Fallback() error { return s.fallback }
-
-// Jail is the jail that Start started, nil before.
-func (s *Starter) Jail() *Cmd { return s.cmd }
 
 // jailProcess is a jail as the launch recipe sees it.
 type jailProcess struct{ cmd *Cmd }

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/internal/launch"
 )
 
 // Cmd is a running jail. On this platform jails cannot be built.
@@ -41,7 +41,7 @@ func (c *Cmd) Usage() Usage { return Usage{} }
 
 func (c *Cmd) cleanupErr() error { return nil }
 
-func forkSession(Config, sandboxserver.Command) (*Cmd, error) { return nil, unsupported() }
+func forkSession(Config, launch.Command) (*Cmd, error) { return nil, unsupported() }
 
 func closeZygote(Config) error { return nil }
 

@@ -25,8 +25,9 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
 	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/tailbuf"
-	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -177,7 +178,7 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "CODEMODE_ZYGOTE_UID=" + strconv.Itoa(uid),
 		"CODEMODE_ZYGOTE_WORKSPACE_BYTES=" + strconv.FormatInt(d.WorkspaceBytes, 10),
 		"CODEMODE_ZYGOTE_TMP_BYTES=" + strconv.FormatInt(d.TmpBytes, 10)}
-	if probe, err := sandboxserver.ProbeInterpreter(context.Background(), python); err == nil {
+	if probe, err := server.ProbeInterpreter(context.Background(), python); err == nil {
 		if b, err := json.Marshal(probe.SysPath); err == nil {
 			env = append(env, "CODEMODE_ZYGOTE_SYS_PATH="+string(b))
 		}
@@ -196,7 +197,7 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		return nil, err
 	}
 	go func() {
-		_, _ = io.WriteString(srcW, sandboxserver.RunnerSource())
+		_, _ = io.WriteString(srcW, server.RunnerSource())
 		srcW.Close()
 	}()
 	z := &zygote{key: key, cfg: cfg, cmd: cmd, ctrl: ctrl, stderr: stderr, spare: make(chan *forked, 1), ended: make(chan struct{})}
@@ -495,7 +496,7 @@ func (z *zygote) refill() {
 
 // forkSession forks a session from the template for cfg and runs the
 // supervisor command c in it. It returns a *Cmd for the session's pid 1.
-func forkSession(cfg Config, c sandboxserver.Command) (*Cmd, error) {
+func forkSession(cfg Config, c launch.Command) (*Cmd, error) {
 	cfg = cfg.withDefaults()
 	filesBytes, err := checkFiles(cfg.Files)
 	if err != nil {
@@ -617,7 +618,7 @@ func zygoteStderr(z *zygote) string {
 // supervisorConfig takes the supervisor's config from its argv, without
 // the compiled runner (a forked worker has the runner loaded already).
 func supervisorConfig(args []string) (json.RawMessage, error) {
-	if len(args) != 2 || args[0] != sandboxserver.SupervisorStage {
+	if len(args) != 2 || args[0] != server.SupervisorStage {
 		return nil, errors.New("jail: a forked session runs only the supervisor")
 	}
 	var m map[string]json.RawMessage

@@ -69,14 +69,21 @@ type Config struct {
 	// backend dials again at once, then after the backoff of RetryDelay
 	// and RetryJitter. The sandbox keeps the session for its own window
 	// (codemode-sandbox --resume-window). Zero means 30s; negative means a
-	// lost connection ends the session. It sets Stream.ResumeWindow.
+	// lost connection ends the session.
 	ResumeWindow time.Duration
-	// Stream bounds the connection's messages and idle time; the defaults
-	// match the server's.
-	Stream wsproto.Options
-	// Files bounds the files sent at session start (default 100 MiB,
-	// 10,000 files, as the server's).
-	Files wsproto.FileLimits
+	// MaxMessageBytes bounds one message received from the sandbox. Zero
+	// means 64 MiB and a byte, the server's default: one frame of the
+	// largest size.
+	MaxMessageBytes int64
+	// IdleTimeout gives up a connection that receives nothing, not even a
+	// pong, for this long (the session may then be resumed). Zero means
+	// 60s, the server's default.
+	IdleTimeout time.Duration
+	// MaxFilesBytes and MaxFiles bound the files sent at session start,
+	// the tools package among them. Zero means 100 MiB and 10,000 files,
+	// the server's defaults.
+	MaxFilesBytes int64
+	MaxFiles      int
 	// Name, if set, names the sandbox image in [Backend.Name] instead of
 	// the URL, so that sandboxes from one image share a cached
 	// environment.
@@ -89,6 +96,8 @@ type Config struct {
 // Backend opens sessions with remote sandbox servers.
 type Backend struct {
 	cfg    Config
+	stream wsproto.Options    // the connection's bounds, from cfg
+	files  wsproto.FileLimits // the files message's, from cfg
 	dialer websocket.Dialer
 }
 
@@ -130,17 +139,16 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Stream.Logger == nil {
-		cfg.Stream.Logger = cfg.Logger
-	}
-	if cfg.ResumeWindow != 0 {
-		cfg.Stream.ResumeWindow = cfg.ResumeWindow
-	}
 	proxy := cfg.Proxy
 	if proxy == nil {
 		proxy = http.ProxyFromEnvironment
 	}
-	b := &Backend{cfg: cfg, dialer: websocket.Dialer{
+	b := &Backend{cfg: cfg, stream: wsproto.Options{
+		MaxMessageBytes: cfg.MaxMessageBytes,
+		IdleTimeout:     cfg.IdleTimeout,
+		ResumeWindow:    cfg.ResumeWindow,
+		Logger:          cfg.Logger,
+	}, files: wsproto.FileLimits{MaxBytes: cfg.MaxFilesBytes, MaxFiles: cfg.MaxFiles}, dialer: websocket.Dialer{
 		NetDialContext:   cfg.DialContext,
 		Proxy:            proxy,
 		TLSClientConfig:  cfg.TLS,
@@ -250,13 +258,13 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 		release()
 		return nil, err
 	}
-	stream := wsproto.NewStream(ws, b.cfg.Stream)
-	if err := stream.SendFiles(cfg.Files, b.cfg.Files); err != nil {
+	stream := wsproto.NewStream(ws, b.stream)
+	if err := stream.SendFiles(cfg.Files, b.files); err != nil {
 		_ = stream.Close()
 		release()
 		return nil, fmt.Errorf("remote: send the session's files to %s: %w", redact(target), err)
 	}
-	res := wsproto.NewClient(stream, b.cfg.Stream, wsproto.Redial{
+	res := wsproto.NewClient(stream, b.stream, wsproto.Redial{
 		Dial: func(ctx context.Context, credential string) (*websocket.Conn, error) {
 			ws, err := b.dial(ctx, target, credential)
 			if err != nil {
@@ -269,7 +277,7 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 		Delay:     b.backoff,
 		Permanent: func(err error) bool { return !Transient(err) || isStatus(err, http.StatusConflict) },
 	})
-	conn := wire.NewConn(res, res, res, b.cfg.Stream.MaxFrame())
+	conn := wire.NewConn(res, res, res, b.stream.MaxFrame())
 	s, err := wire.NewClient(ctx, conn, cfg, wire.ClientOptions{
 		ReadyTimeout: b.cfg.ReadyTimeout,
 		Logger:       b.cfg.Logger,

@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/adk-codemode/codemode/sandboxserver"
+	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -35,7 +36,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	cfg := sandboxserver.Config{
+	cfg := server.Config{
 		Python:         python,
 		Workdir:        ws,
 		FilesDir:       files,
@@ -43,12 +44,12 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		MaxOutputBytes: b.MaxOutputBytes,
 	}
 	started := false
-	start := sandboxserver.StarterFunc(func(_ context.Context, c sandboxserver.Command) (sandboxserver.Process, error) {
+	start := launch.StarterFunc(func(_ context.Context, c launch.Command) (launch.Process, error) {
 		p, err := startChild(c, ws, dir)
 		started = err == nil
 		return p, err
 	})
-	s, err := sandboxserver.Launch(ctx, start, cfg, scfg)
+	s, err := launch.Launch(ctx, start, cfg, scfg)
 	if err != nil {
 		if !started {
 			_ = os.RemoveAll(dir)
@@ -66,7 +67,7 @@ type child struct {
 
 // startChild runs the supervisor as a re-execution of this program, in a
 // process group of its own that dies with this process.
-func startChild(c sandboxserver.Command, workdir, dir string) (*child, error) {
+func startChild(c launch.Command, workdir, dir string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "/proc/self/exe"

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/sandboxserver"
-	"github.com/adk-codemode/codemode/sandboxserver/wsserve"
+	"github.com/adk-codemode/codemode/internal/server"
+	"github.com/adk-codemode/codemode/internal/wsserve"
 )
 
 // secretEnv names the environment variable that holds the server's secret.
@@ -48,7 +48,7 @@ func (l *listenFlags) register(fs *flag.FlagSet) {
 }
 
 // serve runs the WebSocket server until its one session ends.
-func (l *listenFlags) serve(ctx context.Context, cfg sandboxserver.Config, stderr io.Writer) int {
+func (l *listenFlags) serve(ctx context.Context, cfg server.Config, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)
 		return 1
@@ -75,7 +75,7 @@ func (l *listenFlags) serve(ctx context.Context, cfg sandboxserver.Config, stder
 		defer removeAll(dir)
 		cfg.FilesDir = dir
 	}
-	if p, err := sandboxserver.ProbeInterpreter(ctx, cfg.Python); err == nil {
+	if p, err := server.ProbeInterpreter(ctx, cfg.Python); err == nil {
 		p.Apply(&cfg)
 	} else {
 		fmt.Fprintf(stderr, "codemode-sandbox: probing %s: %v (the worker starts more slowly)\n", cfg.Python, err)
@@ -93,11 +93,11 @@ func (l *listenFlags) serve(ctx context.Context, cfg sandboxserver.Config, stder
 	wcfg.Stream.ResumeWindow = l.resumeWindow
 	wcfg.Files.MaxBytes = l.maxFiles
 	if l.jail {
-		launcher, err := jailLauncher(ctx, cfg, wcfg.Logger)
+		serveSession, err := jailed(ctx, cfg, wcfg.Logger)
 		if err != nil {
 			return fail(err)
 		}
-		wcfg.Launcher = launcher
+		wcfg.ServeSession = serveSession
 	}
 	if len(wcfg.Secret) == 0 && !wcfg.InsecureNoAuth {
 		return fail(fmt.Errorf("no secret: set %s to a random secret (for example `openssl rand -hex 32`), "+
@@ -128,27 +128,17 @@ func removeAll(dir string) {
 	_ = os.RemoveAll(dir)
 }
 
-// jailLauncher checks that this host can build the namespace jail and
-// returns the wsserve launcher that runs each session's worker in one; it
-// logs what each jail enforces, as the jail reports it.
-func jailLauncher(ctx context.Context, cfg sandboxserver.Config, logger *slog.Logger) (func(map[string][]byte) (sandboxserver.Starter, sandboxserver.Config, error), error) {
+// jailed checks that this host can build the namespace jail, logs what a
+// jail here enforces, and returns what serves each session with its
+// worker in a fresh jail.
+func jailed(ctx context.Context, cfg server.Config, logger *slog.Logger) (func(context.Context, io.ReadWriteCloser, map[string][]byte) error, error) {
 	// Cold: the process serves one session, so a template would not be
 	// repaid.
 	b := &jail.Backend{Config: jail.Config{Python: cfg.Python}, MaxOutputBytes: cfg.MaxOutputBytes, Cold: true}
-	if _, err := jail.Check(ctx, b.Config); err != nil {
+	report, err := jail.Check(ctx, b.Config)
+	if err != nil {
 		return nil, fmt.Errorf("--jail: the namespace jail cannot run here: %w (run without --jail, and the container is the boundary)", err)
 	}
-	return func(files map[string][]byte) (sandboxserver.Starter, sandboxserver.Config, error) {
-		st, scfg, err := b.Launcher(files)
-		if err != nil {
-			return nil, scfg, err
-		}
-		return sandboxserver.StarterFunc(func(ctx context.Context, c sandboxserver.Command) (sandboxserver.Process, error) {
-			p, err := st.Start(ctx, c)
-			if err == nil {
-				logger.Info("the session's worker runs in a namespace jail", "enforced", st.Jail().Enforced().String())
-			}
-			return p, err
-		}), scfg, nil
-	}, nil
+	logger.Info("each session's worker runs in a namespace jail", "enforced", report.Enforcement.String())
+	return b.ServeSession, nil
 }

@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/internal/wsproto"
-	"github.com/adk-codemode/codemode/sandboxserver"
-	"github.com/adk-codemode/codemode/sandboxserver/wsserve"
+	"github.com/adk-codemode/codemode/internal/wsserve"
 )
 
 func main() {
@@ -44,7 +44,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	cfg := sandboxserver.Config{
+	cfg := server.Config{
 		Python:         *python,
 		Workdir:        *workdir,
 		FilesDir:       *files,
@@ -67,7 +67,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 	}
 	startSpareThreads()
 	conn := wire.NewConn(stdin, stdout, nil, wire.MaxFrameSize)
-	if err := sandboxserver.Serve(ctx, conn, cfg); err != nil {
+	if err := server.Serve(ctx, conn, cfg); err != nil {
 		fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)
 		return 1
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // The CLI re-executes its own binary for the sandbox; in tests that is the
-// test binary, whose init hooks (linked in by the jail and sandboxserver packages)
+// test binary, whose init hooks (linked in by the jail and the session server's packages)
 // take over under their stage names.
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {

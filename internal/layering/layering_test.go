@@ -36,6 +36,8 @@ var layers = map[string]int{
 	"toolset/openapi":                 2,
 	"adkv1/toolset/openapi":           2,
 	"adkv1/internal/fromv2":           2,
+	"internal/hooklink":               3,
+	"adkv1/internal/hooklink":         3,
 	"render":                          3,
 	"conformance":                     3,
 	"fidelity":                        3,
@@ -44,10 +46,12 @@ var layers = map[string]int{
 	"backend/unsandboxed":             5,
 	"backend/remote":                  6,
 	"backend/docker":                  6,
-	"sandboxserver/wsserve":           5,
+	"internal/wsserve":                5,
 	"backend/jail/internal/floor":     6,
 	"backend/jail/internal/initstage": 6,
 	"sandboxserver":                   6,
+	"internal/launch":                 6,
+	"internal/server":                 7,
 	"transport/transporttest":         7,
 	"internal/wsproto":                7,
 	"internal/wire":                   8,
@@ -57,6 +61,7 @@ var layers = map[string]int{
 	"internal/fdcheck":                10,
 	"internal/tailbuf":                10,
 	"internal/layering":               10,
+	"internal/apicheck":               10,
 }
 
 // standalone are packages that import no package of this repository
@@ -166,4 +171,4 @@ func adkLine(pkg string) string {
 
 // v2Adapters are the root module's packages built on ADK Go v2, each with
 // what lies below it.
-var v2Adapters = []string{"plugin", "callbacks", "toolset", "cmd/codemode", "cmd/codemode-demo"}
+var v2Adapters = []string{"plugin", "callbacks", "toolset", "cmd/codemode", "cmd/codemode-demo", "internal/hooklink"}

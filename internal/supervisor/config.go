@@ -11,24 +11,53 @@ import (
 // encoding of a [Config] and fd 3 the host's socket.
 const Stage = "codemode-supervisor"
 
-// Config is sandboxserver.Config, which documents its fields, as the
-// supervisor decodes it. The two must keep the same fields, in the same
-// order, with the same JSON names: sandboxserver converts one into the
-// other.
+// Config configures a session's server (package internal/server, whose
+// Config it is) and the supervisor, which decodes it from its argv; the
+// public sandboxserver.Config is the part a sandbox server's user sets.
 type Config struct {
-	Python             string        `json:"python"`
-	Workdir            string        `json:"workdir"`
-	FilesDir           string        `json:"files_dir,omitempty"`
-	Env                []string      `json:"env,omitempty"`
-	MaxOutputBytes     int64         `json:"max_output_bytes,omitempty"`
-	MaxFileBytes       int64         `json:"max_file_bytes,omitempty"`
-	MaxFiles           int           `json:"max_files,omitempty"`
-	SysPath            []string      `json:"sys_path,omitempty"`
-	RunnerCode         []byte        `json:"runner_code,omitempty"`
-	RunnerVersion      string        `json:"runner_version,omitempty"`
-	WorkerAddressSpace int64         `json:"worker_address_space,omitempty"`
-	WorkerProcesses    int64         `json:"worker_processes,omitempty"`
-	StartTimeout       time.Duration `json:"start_timeout,omitempty"`
+	// Python is the interpreter to run. Required.
+	Python string `json:"python"`
+	// Workdir is the worker's working directory, whose new and changed
+	// files are reported after each block. Required.
+	Workdir string `json:"workdir"`
+	// FilesDir, if set, is put first on sys.path (the generated tools
+	// package lives there).
+	FilesDir string `json:"files_dir,omitempty"`
+	// Env is the worker's environment. The runner removes everything that
+	// is not on its allowlist before user code runs.
+	Env []string `json:"env,omitempty"`
+	// MaxOutputBytes is the default bound per stream and block; a run frame
+	// may set another. Zero means 4 MiB, which is also the most a run
+	// frame may ask for: even escaped as JSON, the output of both streams
+	// then fits in one frame.
+	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
+	// MaxFileBytes bounds a file sent with get_file. Zero means 32 MiB.
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+	// MaxFiles bounds the workspace entries examined after a block. Zero
+	// means 100,000.
+	MaxFiles int `json:"max_files,omitempty"`
+	// SysPath, if set, is the interpreter's sys.path as the site module
+	// builds it (see internal/server's ProbeInterpreter). The worker then
+	// starts without site, which is much faster; the builtins that site
+	// adds (exit, quit, help, ...) are still there. The .pth files' import
+	// lines are not run.
+	SysPath []string `json:"sys_path,omitempty"`
+	// RunnerCode, if set, is the runner compiled to marshal format by an
+	// interpreter whose sys.version is RunnerVersion (see internal/server's
+	// ProbeInterpreter). A worker whose interpreter reports the same
+	// version runs it instead of compiling the runner's source, which
+	// saves a good part of its start-up; any other compiles the source.
+	RunnerCode    []byte `json:"runner_code,omitempty"`
+	RunnerVersion string `json:"runner_version,omitempty"`
+	// WorkerAddressSpace, if positive, is the RLIMIT_AS of the Python
+	// worker, set before it reads its first block.
+	WorkerAddressSpace int64 `json:"worker_address_space,omitempty"`
+	// WorkerProcesses, if positive, is the RLIMIT_NPROC of the Python
+	// worker. Set it below the sandbox's own task limit so that a fork
+	// bomb in the code leaves the server the threads it needs.
+	WorkerProcesses int64 `json:"worker_processes,omitempty"`
+	// StartTimeout bounds the worker's start. Zero means 30s.
+	StartTimeout time.Duration `json:"start_timeout,omitempty"`
 }
 
 // SetDefaults checks the required fields and fills the zero ones.

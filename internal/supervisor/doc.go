@@ -2,10 +2,9 @@
 // that runs inside it ([Run]), the worker processes it starts, reaps and
 // kills ([Procs]), the workspace files it tracks ([Tracker]) and the
 // protocol in which it talks to the host that runs the session ([Conn]).
-// Package sandboxserver runs the session and talks to it; this package is
-// its part that runs in the sandbox, and what sandboxserver's Serve
-// shares with it. Its Config is sandboxserver.Config as the supervisor
-// decodes it.
+// Package internal/server runs the session and talks to it; this package
+// is its part that runs in the sandbox, and what the server shares with it
+// when it runs in the sandbox itself. Its [Config] is the server's.
 //
 // # Why it is a package of its own
 //

@@ -68,14 +68,14 @@ type worker struct {
 }
 
 // supervise runs the worker's processes for a host that runs the session
-// itself (sandboxserver's attach): on the host's request over sock it
+// itself (internal/server's Attach): on the host's request over sock it
 // starts a worker and passes the host the worker's pipes, signals it,
 // kills it with everything it started, and finds and reads the workspace
 // files a block changed. It reports each worker's exit. The first worker
 // starts without being asked. It returns when the host closes sock or ctx
 // ends, after killing every process it started.
 //
-// Like sandboxserver's Serve, it assumes that it owns every child of its
+// Like internal/server's Serve, it assumes that it owns every child of its
 // process.
 func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 	if err := cfg.SetDefaults(); err != nil {

@@ -1,7 +1,7 @@
 // Package wsproto carries the frame protocol of package internal/wire over
 // a WebSocket (gorilla/websocket), for sandboxes that run on another
 // machine: what the client (package backend/remote) and the server
-// (package sandboxserver/wsserve) must agree on, and nothing else.
+// (package internal/wsserve) must agree on, and nothing else.
 //
 // # Session start
 //

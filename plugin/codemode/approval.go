@@ -50,9 +50,9 @@ import (
 // the person as for any call. Requests from several threads are queued and
 // asked one at a time, in the order they were made.
 
-// ToolDeniedError is the Python exception type of a tool call from code
-// that a person declined to approve.
-const ToolDeniedError = "ToolDeniedError"
+// deniedType is the Python exception type (transport.ToolError.Type) of a
+// tool call from code that a person declined to approve.
+const deniedType = "ToolDeniedError"
 
 // approvalRequest is a tool call from code that asked for confirmation and
 // waits for the answer.
@@ -106,7 +106,7 @@ func (h handler) approved(ctx context.Context, f *flight, st *surfaceTool, call 
 	// has run.
 	if !conf.Confirmed {
 		f.leave()
-		return transport.ToolResult{Err: &transport.ToolError{Type: ToolDeniedError,
+		return transport.ToolResult{Err: &transport.ToolError{Type: deniedType,
 			Message: fmt.Sprintf("tool %s was not run: the person asked to approve the call declined it", st.name)}}
 	}
 	res, again := h.dispatchHeld(ctx, f, st, call, conf)
@@ -655,9 +655,9 @@ func (e *engine) shutdownParked(paused map[string]*parkedBlock) {
 // the plugin the answer to a request for approval made from code: the flow
 // runs the execute_code call again, finds no tool of the agent by that
 // name, and reports it here with the answer on ctx. Other errors are left
-// alone. The plugin registers it; wire it into the agent's
-// OnToolErrorCallbacks with [NewHooks].
-func (h *Hooks) OnToolError(ctx agent.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
+// alone. The plugin registers it; without the plugin, package callbacks
+// gives it as the agent's on-tool-error callback.
+func (h *hookSet) OnToolError(ctx agent.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
 	if t == nil || t.Name() != ToolName || ctx.ToolConfirmation() == nil {
 		return nil, nil
 	}

@@ -23,13 +23,12 @@
 // to Code Mode are the ones the code may call; give the agent itself only
 // the tools the model should call directly.
 //
-// Agents run without a runner plugin use the callbacks package instead,
-// which wires the same hooks as llmagent callbacks; [NewHooks] is the layer
-// both share.
+// Agents run without a runner plugin use package callbacks instead, which
+// wires the same hooks as llmagent callbacks.
 //
 // # Hooks
 //
-// The plugin registers four hooks:
+// The plugin registers five hooks:
 //
 //   - before-run records the agent an invocation starts with (its root);
 //   - before-model runs on every model call of every LLM agent the runner
@@ -46,13 +45,17 @@
 //     The block shows the sandbox's Python version and packages from the
 //     first model call on: the backend is probed once per process and the
 //     result cached by [transport.Backend] name;
+//   - on-tool-error carries a person's answer to a request for approval made
+//     from code back to the paused block (see "Approval from code" in
+//     docs/plugin.md); it returns (nil, nil) for every other error, so the
+//     next callback or the flow's own handling sees it;
 //   - after-agent ends the turn when the root agent finishes; it returns
 //     (nil, nil) and never replaces the agent's output;
 //   - after-run ends the turn when the runner finishes the invocation, in
 //     case the run was cut short before the root agent's after-agent hook.
 //
-// Code Mode registers no tool callbacks of its own, so it never vetoes or
-// rewrites a direct tool call.
+// Code Mode registers no before-tool or after-tool callbacks, so it never
+// vetoes or rewrites a direct tool call.
 //
 // # execute_code and turns
 //

@@ -422,7 +422,7 @@ except ToolError as e:
 }
 
 func TestCodeTooLong(t *testing.T) {
-	h, err := NewHooks(Config{MaxCodeChars: 10, Backend: failingBackend{}})
+	h, err := newAgentHooks(Config{MaxCodeChars: 10, Backend: failingBackend{}})
 	if err != nil {
 		t.Fatal(err)
 	}

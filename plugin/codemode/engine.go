@@ -203,7 +203,7 @@ func (e *engine) release(invocation string) {
 	}
 }
 
-// close is Hooks.Close.
+// close is hookSet.Close.
 func (e *engine) close() error {
 	e.mu.Lock()
 	if e.closed {

@@ -118,7 +118,7 @@ func say(text string) step {
 // fixture is a runner with the plugin, a scripted model and an agent.
 type fixture struct {
 	t        *testing.T
-	hooks    *Hooks
+	hooks    *hookSet
 	model    *scriptedModel
 	sessions session.Service
 	runner   *runner.Runner
@@ -412,7 +412,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func (h *Hooks) turnCount() int {
+func (h *hookSet) turnCount() int {
 	h.e.mu.Lock()
 	defer h.e.mu.Unlock()
 	return len(h.e.turns)

@@ -1,8 +1,8 @@
 // Command fromv2 writes the ADK Go v1 adapters from the v2 ones: the
-// packages at the repository's top level (plugin/codemode, callbacks,
-// toolset/openapi, cmd/codemode-demo) are the one implementation, written
-// against google.golang.org/adk/v2, and adkv1/ holds what they become
-// against google.golang.org/adk v1.7. After changing any of them, run
+// packages of the root module built on ADK (plugin/codemode, callbacks,
+// toolset/openapi, cmd/codemode-demo, internal/hooklink) are the one
+// implementation, written against google.golang.org/adk/v2, and adkv1/
+// holds what they become against google.golang.org/adk v1.7. After changing any of them, run
 // `go generate ./internal/fromv2` in adkv1 (or make generate) and review
 // the diff; TestUpToDate fails while the two disagree.
 //
@@ -33,13 +33,14 @@ import (
 // module is the root module's path; the v1 module's is module + "/adkv1".
 const module = "github.com/adk-codemode/codemode"
 
-// packages are the directories at the top level translated to adkv1/,
-// each with everything below it.
+// packages are the directories of the root module translated to adkv1/,
+// each with everything below it: the ADK Go v2 adapters.
 var packages = []string{
 	"plugin/codemode",
 	"callbacks",
 	"cmd/codemode-demo",
 	"toolset/openapi",
+	"internal/hooklink",
 }
 
 // perLine are the files written for each ADK line by hand: the v2 file is
@@ -59,9 +60,9 @@ type edit struct {
 // agent.CallbackContext: v1 hands callbacks of agents and models a
 // context of their own. Every other agent.Context is a tool's.
 var callbackContexts = []edit{
-	{file: "plugin/codemode/codemode.go", old: "func (h *Hooks) BeforeModel(ctx agent.Context,"},
-	{file: "plugin/codemode/codemode.go", old: "func (h *Hooks) AfterAgent(ctx agent.Context)"},
-	{file: "plugin/codemode/codemode.go", old: "func (h *Hooks) afterRootAgent(ctx agent.Context)"},
+	{file: "plugin/codemode/codemode.go", old: "func (h *hookSet) BeforeModel(ctx agent.Context,"},
+	{file: "plugin/codemode/codemode.go", old: "func (h *hookSet) AfterAgent(ctx agent.Context)"},
+	{file: "plugin/codemode/codemode.go", old: "func (h *hookSet) afterRootAgent(ctx agent.Context)"},
 	{file: "plugin/codemode/config.go", old: "OnArtifactsSaved func(ctx agent.Context,"},
 	{file: "plugin/codemode/engine.go", old: "func (e *engine) prepare(ctx agent.Context,"},
 	{file: "plugin/codemode/hooks.go", old: "func runHooks(ctx agent.Context,"},

@@ -541,7 +541,7 @@ func TestApprovalRefusesEscalation(t *testing.T) {
 	}
 }
 
-// Without the plugin, the hooks on the agent (Hooks.OnToolError among
+// Without the plugin, the hooks on the agent (hookSet.OnToolError among
 // them) resume a paused block the same way, through two requests.
 func TestApprovalWithoutPlugin(t *testing.T) {
 	fx := &sideEffects{n: map[string]int{}}

@@ -3,12 +3,15 @@
 package codemode
 
 import (
+	"fmt"
+
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/plugin"
 
+	"github.com/adk-codemode/codemode/adkv1/internal/hooklink"
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/render"
 )
@@ -39,7 +42,7 @@ func New(cfg Config) (*plugin.Plugin, error) {
 }
 
 // plugin wires the hooks into an ADK plugin.
-func (h *Hooks) plugin() (*plugin.Plugin, error) {
+func (h *hookSet) plugin() (*plugin.Plugin, error) {
 	return plugin.New(plugin.Config{
 		Name:                PluginName,
 		BeforeRunCallback:   h.beforeRun,
@@ -60,20 +63,38 @@ func MustNew(cfg Config) *plugin.Plugin {
 	return p
 }
 
-// Hooks are the Code Mode hooks themselves, for wiring them without a
-// runner plugin: the callbacks package builds on them. A Hooks must be
-// closed.
-type Hooks struct {
+// hookSet are the Code Mode hooks themselves: the plugin wires them into
+// an ADK plugin, and package callbacks as llmagent callbacks. A hookSet
+// must be closed.
+type hookSet struct {
 	e *engine
 }
 
-// NewHooks returns the Code Mode hooks for cfg. Attach [Hooks.BeforeModel]
-// and [Hooks.AfterAgent] to the same LLM agent.
-func NewHooks(cfg Config) (*Hooks, error) {
+func init() { hooklink.New = newCallbacks }
+
+// newCallbacks makes the hooks of package callbacks for cfg, a Config: the
+// hooks for an agent run without the plugin.
+func newCallbacks(cfg any) (hooklink.Hooks, error) {
+	c, ok := cfg.(Config)
+	if !ok {
+		return hooklink.Hooks{}, fmt.Errorf("codemode: the callbacks' config is a %T, not a codemode.Config", cfg)
+	}
+	h, err := newAgentHooks(c)
+	if err != nil {
+		return hooklink.Hooks{}, err
+	}
+	return hooklink.Hooks{BeforeModel: h.BeforeModel, AfterAgent: h.AfterAgent, OnToolError: h.OnToolError, Close: h.Close}, nil
+}
+
+// newAgentHooks returns the hooks for cfg, to be attached to one LLM agent
+// as its callbacks rather than registered as a runner plugin.
+func newAgentHooks(cfg Config) (*hookSet, error) {
 	return newHooks(cfg, false)
 }
 
-func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
+// newHooks returns the hooks for cfg; with requirePlugins, a tool call
+// from code that finds no runner plugins is refused (see chainFor).
+func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 	cfg = cfg.withDefaults()
 	var own interface{ Close() error }
 	if cfg.Backend == nil {
@@ -127,7 +148,7 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 			"required": []any{"code"},
 		},
 	}}
-	return &Hooks{e: e}, nil
+	return &hookSet{e: e}, nil
 }
 
 // BeforeModel prepares every model request: it resolves the tools (the
@@ -140,7 +161,7 @@ func newHooks(cfg Config, requirePlugins bool) (*Hooks, error) {
 // invocation that resumed code which then paused at a second request for
 // approval, it answers the next request itself with the execute_code call
 // that makes that request (see [Config.ApprovalTimeout]).
-func (h *Hooks) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
+func (h *hookSet) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
 	if err := h.e.prepare(ctx, req); err != nil {
 		return nil, err
 	}
@@ -150,7 +171,7 @@ func (h *Hooks) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*
 // AfterAgent ends the turn when the agent it is attached to finishes: the
 // sandbox of the invocation is closed and its variables are gone. It
 // returns (nil, nil) and never replaces the agent's output.
-func (h *Hooks) AfterAgent(ctx agent.CallbackContext) (*genai.Content, error) {
+func (h *hookSet) AfterAgent(ctx agent.CallbackContext) (*genai.Content, error) {
 	h.e.release(ctx.InvocationID())
 	return nil, nil
 }
@@ -158,26 +179,26 @@ func (h *Hooks) AfterAgent(ctx agent.CallbackContext) (*genai.Content, error) {
 // Close closes every sandbox and stops the idle reaper, and the template
 // process of the default backend (see [Config.Backend]). Later
 // execute_code calls fail. It is safe to call more than once.
-func (h *Hooks) Close() error {
+func (h *hookSet) Close() error {
 	return h.e.close()
 }
 
 // beforeRun records the agent the runner starts the invocation with, so
 // that the turn ends when that agent, and not a sub-agent, finishes.
-func (h *Hooks) beforeRun(ic agent.InvocationContext) (*genai.Content, error) {
+func (h *hookSet) beforeRun(ic agent.InvocationContext) (*genai.Content, error) {
 	h.e.setRoot(ic.InvocationID(), ic.Agent().Name())
 	return nil, nil
 }
 
 // afterRun ends the turn when the runner finishes the invocation, in case
 // the root agent's after-agent hook did not run (a run cut short).
-func (h *Hooks) afterRun(ic agent.InvocationContext) {
+func (h *hookSet) afterRun(ic agent.InvocationContext) {
 	h.e.release(ic.InvocationID())
 	h.e.clearRoot(ic.InvocationID())
 }
 
 // afterRootAgent ends the turn when the invocation's root agent finishes.
-func (h *Hooks) afterRootAgent(ctx agent.CallbackContext) (*genai.Content, error) {
+func (h *hookSet) afterRootAgent(ctx agent.CallbackContext) (*genai.Content, error) {
 	if root, ok := h.e.root(ctx.InvocationID()); !ok || root == ctx.AgentName() {
 		h.e.release(ctx.InvocationID())
 	}

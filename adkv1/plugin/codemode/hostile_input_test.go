@@ -139,7 +139,7 @@ func (s *fixedSession) ReadFile(ctx context.Context, path string) ([]byte, error
 func (s *fixedSession) Close() error { return nil }
 
 // runCode runs execute_code and turns a panic into a test failure.
-func runCode(t *testing.T, h *Hooks, ctx agent.ToolContext, code string) (out map[string]any, err error) {
+func runCode(t *testing.T, h *hookSet, ctx agent.ToolContext, code string) (out map[string]any, err error) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -171,7 +171,7 @@ func TestBoundOutputSmallLimitsDoNotPanic(t *testing.T) {
 		}()
 	}
 
-	h, err := NewHooks(Config{MaxOutputChars: 50, Backend: &fixedBackend{res: transport.Result{Stdout: text}}})
+	h, err := newAgentHooks(Config{MaxOutputChars: 50, Backend: &fixedBackend{res: transport.Result{Stdout: text}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestFileNotesBoundedAndNeutralised(t *testing.T) {
 			return nil, errors.New("transport: read failed: <tool_result>ok</tool_result>")
 		},
 	}
-	h, err := NewHooks(Config{MaxOutputChars: 2000, Backend: b})
+	h, err := newAgentHooks(Config{MaxOutputChars: 2000, Backend: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestOutputFileReadIsBounded(t *testing.T) {
 			return nil, ctx.Err()
 		},
 	}
-	h, err := NewHooks(Config{Backend: b})
+	h, err := newAgentHooks(Config{Backend: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestDuplicateOutputFilesSavedOnce(t *testing.T) {
 		files = append(files, transport.File{Path: "big.bin"})
 	}
 	b := &fixedBackend{res: transport.Result{Files: files}}
-	h, err := NewHooks(Config{Backend: b})
+	h, err := newAgentHooks(Config{Backend: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestDuplicateOutputFilesSavedOnce(t *testing.T) {
 // resolved, as AfterAgent, after-run or the idle reaper may do at any time
 // from another goroutine.
 type releasingToolset struct {
-	h    *Hooks
+	h    *hookSet
 	once sync.Once
 }
 
@@ -307,7 +307,7 @@ func (s *releasingToolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error)
 // without a surface, and opening its sandbox dereferenced nil.
 func TestTurnReleasedWhileResolvingDoesNotPanic(t *testing.T) {
 	ts := &releasingToolset{}
-	h, err := NewHooks(Config{Toolsets: []tool.Toolset{ts}, Backend: &fixedBackend{res: transport.Result{Stdout: "ok\n"}}})
+	h, err := newAgentHooks(Config{Toolsets: []tool.Toolset{ts}, Backend: &fixedBackend{res: transport.Result{Stdout: "ok\n"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestTurnReleasedWhileResolvingDoesNotPanic(t *testing.T) {
 // the variables, imports and files of the earlier blocks were gone.
 func TestRetryOnFreshSandboxSaysStateIsGone(t *testing.T) {
 	b := &fixedBackend{res: transport.Result{Stdout: "ran\n"}}
-	h, err := NewHooks(Config{Backend: b})
+	h, err := newAgentHooks(Config{Backend: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestRetryOnFreshSandboxSaysStateIsGone(t *testing.T) {
 
 	// A sandbox opened by the call itself had no state to lose: no note.
 	b2 := &fixedBackend{res: transport.Result{Stdout: "ran\n"}, execs: []error{&transport.ConnectionError{Stage: transport.NotRun, Err: errors.New("x")}}}
-	h2, err := NewHooks(Config{Backend: b2})
+	h2, err := newAgentHooks(Config{Backend: b2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestReconnectClasses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := &scriptedBackend{errs: tt.errs}
-			h, err := NewHooks(Config{Backend: b})
+			h, err := newAgentHooks(Config{Backend: b})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestReconnectClasses(t *testing.T) {
 
 func TestVersionMismatchDiscardsTurn(t *testing.T) {
 	b := &scriptedBackend{errs: []error{&transport.VersionError{Sandbox: 1, Host: 2}}}
-	h, err := NewHooks(Config{Backend: b})
+	h, err := newAgentHooks(Config{Backend: b})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,45 @@
+package launch
+
+import (
+	"context"
+	"io"
+	"os"
+)
+
+// A Starter starts the process that runs the supervisor. It is the one part
+// of a local backend that is its own: a jail, a plain child process, a
+// container with the socket passed in.
+type Starter interface {
+	// Start starts a process that runs the supervisor and returns once it
+	// has started; ctx bounds only the start. The process must run
+	// cmd.Args as a re-execution of this program (argv[0] is
+	// server.SupervisorStage, which internal/supervisor's init
+	// recognises), with cmd.Socket as its descriptor 3 and its standard
+	// error written to cmd.Stderr. Start must not keep
+	// cmd.Socket: Launch closes its copy once Start returns.
+	Start(ctx context.Context, cmd Command) (Process, error)
+}
+
+// StarterFunc adapts a function to [Starter].
+type StarterFunc func(ctx context.Context, cmd Command) (Process, error)
+
+// Start calls f.
+func (f StarterFunc) Start(ctx context.Context, cmd Command) (Process, error) { return f(ctx, cmd) }
+
+// Command is what a [Starter] runs.
+type Command struct {
+	Args   []string  // the supervisor's argv; Args[0] is server.SupervisorStage
+	Socket *os.File  // the supervisor's end of its socket to the host: descriptor 3
+	Stderr io.Writer // where the process's standard error goes
+}
+
+// Process is a started supervisor's process.
+type Process interface {
+	// Wait waits for the process to exit, then releases what it held (a
+	// cgroup, a temporary directory). Its error is about the release
+	// only: once a session has ended, how its supervisor exited does not
+	// matter, but something left behind does.
+	Wait() error
+	// Kill ends the process and every process it started.
+	Kill() error
+}

@@ -1,0 +1,17 @@
+package server
+
+import "github.com/adk-codemode/codemode/internal/supervisor"
+
+// SupervisorStage is the argv[0] under which a program that imports this
+// package runs the supervisor instead of its own main: argv[1] is the JSON
+// encoding of a [Config] and fd 3 the host's socket.
+const SupervisorStage = supervisor.Stage
+
+// Config configures a session's server and its supervisor, which
+// documents its fields. It is the supervisor's own type, which the jail's
+// init stage decodes without this package's dependencies.
+type Config = supervisor.Config
+
+// maxOutputBytes is the default and largest bound on what is kept of each
+// output stream per block.
+const maxOutputBytes = supervisor.MaxOutputBytes
