@@ -12,7 +12,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # tree through adkv1/go.work.
 MODULES ?= . adkv1
 
-.PHONY: demo demo-v1 test lint fmt vet bench fuzz golden tidy build soak image generate
+.PHONY: demo demo-v1 test lint fmt vet bench fuzz golden tidy build soak image generate release
 
 ## demo: run the demo agent (ADK Go v2; scripted model unless GOOGLE_API_KEY is set)
 demo:
@@ -93,3 +93,7 @@ tidy:
 	@set -e; tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; cp -R adkv1 "$$tmp/"; rm -f "$$tmp/adkv1/go.work" "$$tmp/adkv1/go.work.sum"; \
 		(cd "$$tmp/adkv1" && $(GO) mod edit -replace github.com/adk-codemode/codemode=$(CURDIR) && GOWORK=off $(GO) mod tidy $(TIDY) && $(GO) mod edit -dropreplace github.com/adk-codemode/codemode); \
 		if [ -z "$(TIDY)" ]; then cp "$$tmp/adkv1/go.mod" "$$tmp/adkv1/go.sum" adkv1/; fi
+
+## release: prepare a release of every module at VERSION (make release VERSION=v0.3.0); prints the commit and the tags to make, and pushes nothing
+release:
+	$(GO) run ./internal/release -version "$(VERSION)"

@@ -56,6 +56,7 @@ var layers = map[string]int{
 	"internal/fdcheck":                10,
 	"internal/tailbuf":                10,
 	"internal/layering":               10,
+	"internal/release":                10,
 }
 
 // standalone are packages that import no package of this repository
