@@ -12,7 +12,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # tree through adkv1/go.work.
 MODULES ?= . adkv1
 
-.PHONY: demo demo-v1 test lint fmt vet bench fuzz golden tidy build soak image generate
+.PHONY: demo demo-v1 test lint fmt vet bench fuzz golden tidy build soak image generate release
 
 ## demo: run the demo agent (ADK Go v2; scripted model unless GOOGLE_API_KEY is set)
 demo:
@@ -87,9 +87,20 @@ golden:
 	$(GO) test ./render/... -update
 
 ## tidy: check that every go.mod and go.sum is tidy (TIDY= to tidy them); adkv1's against the root in this tree
+# Tidied against the tree, adkv1/go.sum loses the root module's lines,
+# which make release wrote (its hashes as the module proxy serves them), so
+# they are put back in their place before comparing or copying.
 TIDY ?= -diff
+ROOT_MODULE := github.com/adk-codemode/codemode
 tidy:
 	@set -e; for m in . deploy; do (cd $$m && $(GO) mod tidy $(TIDY)); done
 	@set -e; tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; cp -R adkv1 "$$tmp/"; rm -f "$$tmp/adkv1/go.work" "$$tmp/adkv1/go.work.sum"; \
-		(cd "$$tmp/adkv1" && $(GO) mod edit -replace github.com/adk-codemode/codemode=$(CURDIR) && GOWORK=off $(GO) mod tidy $(TIDY) && $(GO) mod edit -dropreplace github.com/adk-codemode/codemode); \
-		if [ -z "$(TIDY)" ]; then cp "$$tmp/adkv1/go.mod" "$$tmp/adkv1/go.sum" adkv1/; fi
+		(cd "$$tmp/adkv1" && $(GO) mod edit -replace $(ROOT_MODULE)=$(CURDIR) && GOWORK=off $(GO) mod tidy && $(GO) mod edit -dropreplace $(ROOT_MODULE)); \
+		LC_ALL=C awk -v m=$(ROOT_MODULE) 'FILENAME == ARGV[1] { if ($$1 == m) own = own $$0 "\n"; next } own != "" && $$1 > m { printf "%s", own; own = "" } $$1 != m { print } END { printf "%s", own }' \
+			adkv1/go.sum "$$tmp/adkv1/go.sum" > "$$tmp/go.sum"; mv "$$tmp/go.sum" "$$tmp/adkv1/go.sum"; \
+		if [ -z "$(TIDY)" ]; then cp "$$tmp/adkv1/go.mod" "$$tmp/adkv1/go.sum" adkv1/; \
+		else diff -u adkv1/go.mod "$$tmp/adkv1/go.mod" && diff -u adkv1/go.sum "$$tmp/adkv1/go.sum"; fi
+
+## release: prepare a release of every module at VERSION (make release VERSION=v0.3.0); prints the commit and the tags to make, and pushes nothing
+release:
+	$(GO) run ./internal/release -version "$(VERSION)"

@@ -62,6 +62,7 @@ var layers = map[string]int{
 	"internal/tailbuf":                10,
 	"internal/layering":               10,
 	"internal/apicheck":               10,
+	"internal/release":                10,
 }
 
 // standalone are packages that import no package of this repository

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// unavailable skips the test for want of something it needs, or fails it
+// when CODEMODE_REQUIRE_ALL=1 asks for every test to run.
+func unavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CODEMODE_REQUIRE_ALL") == "1" {
+		t.Fatal(msg + " (CODEMODE_REQUIRE_ALL=1 makes this a failure)")
+	}
+	t.Skip(msg + " (CODEMODE_REQUIRE_ALL=1 makes this a failure)")
+}
+
+// needCommand returns the path of a command the test runs.
+func needCommand(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		unavailable(t, "the %s command is needed on PATH: %v", name, err)
+	}
+	return p
+}
+
+// gitIn runs git in dir, with an identity for commits and no signing, and
+// returns what it printed.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	base := []string{"-c", "user.name=release test", "-c", "user.email=release-test@example.invalid", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false", "-c", "init.defaultBranch=main"}
+	cmd := exec.Command("git", append(base, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// writeFiles writes files, by slash-separated name, under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// newRepo makes a git repository of files, committed.
+func newRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	needCommand(t, "git")
+	dir := t.TempDir()
+	writeFiles(t, dir, files)
+	commitAll(t, dir, "files")
+	return dir
+}
+
+// commitAll commits every file of the repository in dir, making the
+// repository first if there is none.
+func commitAll(t *testing.T, dir, message string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, ".git")); errors.Is(err, fs.ErrNotExist) {
+		gitIn(t, dir, "init", "-q")
+	}
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "--allow-empty", "-m", message)
+}
