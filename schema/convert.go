@@ -8,6 +8,9 @@ import (
 	"strconv"
 )
 
+// toJSON turns v into plain JSON values: directly when it already holds
+// decoded JSON, else by decoding its JSON text, marshalling it first when it
+// is not text already. Numbers become json.Number.
 func toJSON(v any) (any, error) {
 	if out, ok := plainJSON(v, 0); ok {
 		return out, nil

@@ -66,6 +66,8 @@ type expander struct {
 	unresolved []string
 }
 
+// expand returns the effective keywords of the raw schema v, and whether v
+// is the schema false, which nothing matches.
 func (e *expander) expand(v any) (map[string]any, bool) {
 	switch t := v.(type) {
 	case bool:
@@ -79,6 +81,9 @@ func (e *expander) expand(v any) (map[string]any, bool) {
 	return nil, false
 }
 
+// expandObject returns the effective keywords of one schema object: its own
+// keywords normalised, merged over the targets of its references, its allOf
+// parts and its single anyOf or oneOf branch.
 func (e *expander) expandObject(raw map[string]any) map[string]any {
 	// Most objects need no change: share them instead of copying. Such a
 	// kw is never modified below (isNormal rules out every key that would
@@ -298,6 +303,8 @@ func isNormal(raw map[string]any) bool {
 	return true
 }
 
+// lowerType lower-cases a type name, and returns "" for Gemini's
+// TYPE_UNSPECIFIED, which names no type.
 func lowerType(s string) string {
 	s = strings.ToLower(s)
 	if s == "type_unspecified" || s == "" {

@@ -29,6 +29,7 @@ type NodeID struct{ x *expansion }
 // ID returns the identity of n's effective schema.
 func (n Node) ID() NodeID { return NodeID{n.x} }
 
+// keywords returns the effective keywords of n; nil for the empty schema.
 func (n Node) keywords() map[string]any {
 	if n.x == nil {
 		return nil
@@ -257,6 +258,7 @@ type childKey struct {
 	kind    childKind
 }
 
+// childKind says how a keyword holds its subschemas: one, a list, or a map.
 type childKind uint8
 
 const (
@@ -285,6 +287,7 @@ func (d *Document) node(v any, depth int) Node {
 	return Node{doc: d, x: d.expansionOf(v), depth: depth}
 }
 
+// isSchema reports whether v can be a schema: an object or a boolean.
 func isSchema(v any) bool {
 	switch v.(type) {
 	case map[string]any, bool:

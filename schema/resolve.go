@@ -24,6 +24,9 @@ func (d *Document) resolve(ref string, dynamic bool) (any, bool) {
 	return lookupFragment(d.root, frag, d, dynamic)
 }
 
+// lookupFragment finds the target of a reference's fragment in root: a
+// JSON pointer, or else the name of an $anchor or $dynamicAnchor anywhere in
+// the document (a dynamic reference prefers a $dynamicAnchor).
 func lookupFragment(root any, frag string, d *Document, dynamic bool) (any, bool) {
 	if frag == "" {
 		return root, true
@@ -76,11 +79,15 @@ type anchorIndex struct {
 	dynamic map[string]any
 }
 
+// index returns the document's anchor index, building it on first use.
 func (d *Document) index() *anchorIndex {
 	d.idxOnce.Do(d.buildIndex)
 	return d.idx
 }
 
+// buildIndex walks the document, up to maxIndexNodes positions and
+// MaxDepth deep, and records the first schema that declares each $id,
+// $anchor and $dynamicAnchor.
 func (d *Document) buildIndex() {
 	idx := &anchorIndex{ids: map[string]any{}, anchors: map[string]any{}, dynamic: map[string]any{}}
 	budget := maxIndexNodes
