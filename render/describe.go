@@ -224,33 +224,63 @@ var suffixKeys = [...]string{
 	"contentEncoding", "contentMediaType", "const", "example",
 }
 
-// suffixReads holds the keywords that otherSuffixParts reads; a position
-// with none of them has no such parts. TestSuffixReads keeps the two in
-// step.
-var suffixReads = map[string]bool{
-	"enum": true, "title": true, "examples": true, "default": true,
-	"deprecated": true, "readOnly": true, "writeOnly": true,
-	"additionalProperties": true, "dependentRequired": true, "patternProperties": true,
-	"items": true, "contains": true, "propertyNames": true, "dependentSchemas": true,
-	"if": true, "not": true, "unevaluatedProperties": true, "unevaluatedItems": true,
-	"contentSchema": true,
+// suffixRule gives the parts of a suffix that one keyword adds after the
+// k=v ones. parts is called only for a position holding the keyword, and
+// appends what the keyword shows there, which may be nothing.
+type suffixRule struct {
+	keyword string
+	parts   func(s suffixScope, out []string) []string
 }
 
-// suffixRead marks the keywords of suffixReads in suffixKeyInfo.
-const suffixRead = -1
+// suffixRules are the keywords a suffix shows beyond the k=v ones, in the
+// order their parts appear. It is the one list of them: scanSuffix marks
+// the rules whose keyword a position holds, and otherSuffixParts runs only
+// those. init fills it in, because its rules describe subschemas and
+// describing a subschema reads it, which a package-level initializer may
+// not.
+var suffixRules []suffixRule
 
-// suffixKeyInfo maps each of suffixKeys to its position and each keyword
-// of suffixReads to suffixRead, so that scanSuffix looks a keyword up once.
-var suffixKeyInfo = func() map[string]int {
-	m := make(map[string]int, len(suffixKeys)+len(suffixReads))
-	for k := range suffixReads {
-		m[k] = suffixRead
+// suffixKeyInfo maps each of suffixKeys to its position i and each keyword
+// of suffixRules to -1-i, i its position there, so that scanSuffix looks a
+// keyword up once.
+var suffixKeyInfo map[string]int
+
+func init() {
+	suffixRules = []suffixRule{
+		{"enum", enumPart},
+		{"title", titlePart},
+		{"examples", examplesPart},
+		{"default", defaultPart},
+		flagRule("deprecated", "deprecated"),
+		flagRule("readOnly", "read-only"),
+		flagRule("writeOnly", "write-only"),
+		{"additionalProperties", otherKeysPart},
+		{"dependentRequired", dependentRequiredPart},
+		{"patternProperties", keyPatternsPart},
+		{"items", itemsPart},
+		subschemaRule("contains", "contains: "),
+		subschemaRule("propertyNames", "key names: "),
+		{"dependentSchemas", dependentSchemasPart},
+		{"if", conditionPart},
+		subschemaRule("not", "not: "),
+		unevaluatedRule("unevaluatedProperties", "no unevaluated keys", "unevaluated keys: "),
+		unevaluatedRule("unevaluatedItems", "no unevaluated items", "unevaluated items: "),
+		subschemaRule("contentSchema", "content: "),
 	}
+	if len(suffixRules) > 32 {
+		panic("render: more suffix rules than scanSuffix can mark")
+	}
+	suffixKeyInfo = make(map[string]int, len(suffixKeys)+len(suffixRules))
 	for i, k := range suffixKeys {
-		m[k] = i
+		suffixKeyInfo[k] = i
 	}
-	return m
-}()
+	for i, r := range suffixRules {
+		if _, dup := suffixKeyInfo[r.keyword]; dup {
+			panic("render: suffix keyword " + r.keyword + " listed twice")
+		}
+		suffixKeyInfo[r.keyword] = -1 - i
+	}
+}
 
 // describer renders the docstring parts of one tool. It holds the tool's
 // line budget, which bounds the work on self-referencing schemas.
@@ -267,16 +297,17 @@ func keyValues(n schema.Node) []string {
 	return out
 }
 
-// scanSuffix returns the k=v parts of n, and whether n has any of
-// suffixReads. A position holds a few keywords, so it walks them once
-// instead of looking up each of the forty keywords the suffix can show.
-func scanSuffix(n schema.Node) (kv []string, more bool) {
+// scanSuffix returns the k=v parts of n, and the set of suffixRules whose
+// keyword n holds, bit i for rule i. A position holds a few keywords, so it
+// walks them once instead of looking up each of the forty keywords the
+// suffix can show.
+func scanSuffix(n schema.Node) (kv []string, rules uint32) {
 	var values [len(suffixKeys)]any
 	var present uint32
 	for k, v := range n.All() {
 		if i, ok := suffixKeyInfo[k]; ok {
-			if i == suffixRead {
-				more = true
+			if i < 0 {
+				rules |= 1 << (-1 - i)
 				continue
 			}
 			values[i] = v
@@ -284,7 +315,7 @@ func scanSuffix(n schema.Node) (kv []string, more bool) {
 		}
 	}
 	if present == 0 {
-		return nil, more
+		return nil, rules
 	}
 	kv = make([]string, 0, bits.OnesCount32(present))
 	for i, k := range suffixKeys {
@@ -292,16 +323,16 @@ func scanSuffix(n schema.Node) (kv []string, more bool) {
 			kv = append(kv, k+"="+clip(str(values[i]), maxInline))
 		}
 	}
-	return kv, more
+	return kv, rules
 }
 
 // suffixParts returns the constraint suffix of n as its comma-separated
-// parts. nested adds default=; prose is the text already shown, so that a
+// parts. nested adds default=; name is the name n is shown under, so that a
 // title repeating it is left out.
 func (d *describer) suffixParts(n schema.Node, nested bool, name string, level int) []string {
-	out, more := scanSuffix(n)
-	if more {
-		out = d.otherSuffixParts(out, n, nested, name, level)
+	out, rules := scanSuffix(n)
+	if rules != 0 {
+		out = d.otherSuffixParts(out, n, rules, nested, name, level)
 	}
 	for _, ref := range n.Unresolved() {
 		out = append(out, "unresolved ref "+clip(ref, maxInline))
@@ -310,17 +341,57 @@ func (d *describer) suffixParts(n schema.Node, nested bool, name string, level i
 }
 
 // otherSuffixParts appends the suffix parts of n after the k=v ones and
-// before the unresolved references; it reads only keywords in suffixReads.
-func (d *describer) otherSuffixParts(out []string, n schema.Node, nested bool, name string, level int) []string {
-	if _, ok := literalValues(n); !ok {
-		if raw, has := n.Get("enum"); has {
-			out = append(out, "enum="+listed(raw))
-		}
+// before the unresolved references: those of the suffixRules that rules
+// marks, in their order.
+func (d *describer) otherSuffixParts(out []string, n schema.Node, rules uint32, nested bool, name string, level int) []string {
+	s := suffixScope{d: d, n: n, nested: nested, name: name, level: level}
+	for ; rules != 0; rules &= rules - 1 {
+		out = suffixRules[bits.TrailingZeros32(rules)].parts(s, out)
 	}
-	if t := n.String("title"); t != "" && n.String("description") != "" && !sameWords(t, name) {
+	return out
+}
+
+// suffixScope is the position a suffix describes, with what its parts
+// depend on: whether it is nested (only a nested position shows its
+// default), the name it is shown under (a title repeating it is left out)
+// and its level (its subschemas are described one level deeper).
+type suffixScope struct {
+	d      *describer
+	n      schema.Node
+	nested bool
+	name   string
+	level  int
+}
+
+// inline describes sub, a subschema of the position, on one line.
+func (s suffixScope) inline(sub schema.Node) string {
+	return s.d.inline(sub, s.level+1)
+}
+
+// enumPart lists the enum of a position whose type is not spelled as a
+// Literal of its values.
+func enumPart(s suffixScope, out []string) []string {
+	if _, ok := literalValues(s.n); ok {
+		return out
+	}
+	if raw, has := s.n.Get("enum"); has {
+		out = append(out, "enum="+listed(raw))
+	}
+	return out
+}
+
+// titlePart shows the first line of the title, when the position also has
+// a description and the title is not its name in other words.
+func titlePart(s suffixScope, out []string) []string {
+	if t := s.n.String("title"); t != "" && s.n.String("description") != "" && !sameWords(t, s.name) {
 		out = append(out, "title="+clip(firstLine(t), maxInline))
 	}
-	if ex, ok := n.Get("examples"); ok {
+	return out
+}
+
+// examplesPart shows the first two examples.
+func examplesPart(s suffixScope, out []string) []string {
+	if ex, ok := s.n.Get("examples"); ok {
 		if arr, isArr := ex.([]any); isArr && len(arr) > 0 {
 			if len(arr) > 2 {
 				arr = arr[:2]
@@ -328,93 +399,147 @@ func (d *describer) otherSuffixParts(out []string, n schema.Node, nested bool, n
 			out = append(out, "examples="+clip(str(arr), maxInline))
 		}
 	}
-	if nested {
-		if v, ok := n.Get("default"); ok {
-			out = append(out, "default="+clip(str(v), maxInline))
-		}
+	return out
+}
+
+// defaultPart shows the default of a nested position; a parameter's
+// default is in the signature.
+func defaultPart(s suffixScope, out []string) []string {
+	if !s.nested {
+		return out
 	}
-	for _, f := range [][2]string{{"deprecated", "deprecated"}, {"readOnly", "read-only"}, {"writeOnly", "write-only"}} {
-		if n.Bool(f[0]) {
-			out = append(out, f[1])
-		}
+	if v, ok := s.n.Get("default"); ok {
+		out = append(out, "default="+clip(str(v), maxInline))
 	}
-	if ap, ok := n.Get("additionalProperties"); ok {
-		if b, isBool := ap.(bool); isBool && !b {
-			out = append(out, "no other keys")
-		} else if _, isMap := ap.(map[string]any); isMap && n.Has("properties") {
-			sub, _ := n.Sub("additionalProperties")
-			out = append(out, "other keys: "+d.inline(sub, level+1))
+	return out
+}
+
+// flagRule shows label when the keyword is true.
+func flagRule(keyword, label string) suffixRule {
+	return suffixRule{keyword, func(s suffixScope, out []string) []string {
+		if s.n.Bool(keyword) {
+			out = append(out, label)
 		}
+		return out
+	}}
+}
+
+// otherKeysPart says what keys an object takes beyond its properties:
+// none, or those a schema describes.
+func otherKeysPart(s suffixScope, out []string) []string {
+	ap, ok := s.n.Get("additionalProperties")
+	if !ok {
+		return out
 	}
-	if dr, ok := n.Get("dependentRequired"); ok {
+	if b, isBool := ap.(bool); isBool && !b {
+		out = append(out, "no other keys")
+	} else if _, isMap := ap.(map[string]any); isMap && s.n.Has("properties") {
+		sub, _ := s.n.Sub("additionalProperties")
+		out = append(out, "other keys: "+s.inline(sub))
+	}
+	return out
+}
+
+// dependentRequiredPart gives a part for each key that requires others, in
+// key order.
+func dependentRequiredPart(s suffixScope, out []string) []string {
+	if dr, ok := s.n.Get("dependentRequired"); ok {
 		if m, isMap := dr.(map[string]any); isMap {
 			for _, k := range slices.Sorted(maps.Keys(m)) {
 				out = append(out, k+" requires "+strings.Join(stringsOf(m[k]), ", "))
 			}
 		}
 	}
-	if pats := n.SubSorted("patternProperties"); len(pats) > 0 {
-		ps := make([]string, 0, len(pats))
-		for _, p := range pats {
-			if t := d.inline(p.Node, level+1); t != "any value" {
-				ps = append(ps, p.Name+": "+t)
-			} else {
-				ps = append(ps, p.Name)
-			}
-		}
-		out = append(out, "key patterns: "+strings.Join(ps, ", "))
+	return out
+}
+
+// keyPatternsPart lists the key patterns, each with what its values must
+// be unless that is anything.
+func keyPatternsPart(s suffixScope, out []string) []string {
+	pats := s.n.SubSorted("patternProperties")
+	if len(pats) == 0 {
+		return out
 	}
-	if items, ok := n.Sub("items"); ok {
-		if !n.Has("prefixItems") {
-			if kv := keyValues(items); len(kv) > 0 {
-				out = append(out, "items: "+strings.Join(kv, ", "))
-			}
-		} else if items.Never() {
-			out = append(out, "no extra items")
+	ps := make([]string, 0, len(pats))
+	for _, p := range pats {
+		if t := s.inline(p.Node); t != "any value" {
+			ps = append(ps, p.Name+": "+t)
 		} else {
-			out = append(out, "extra items: "+d.inline(items, level+1))
+			ps = append(ps, p.Name)
 		}
 	}
-	if c, ok := n.Sub("contains"); ok {
-		out = append(out, "contains: "+d.inline(c, level+1))
-	}
-	if pn, ok := n.Sub("propertyNames"); ok {
-		out = append(out, "key names: "+d.inline(pn, level+1))
-	}
-	for _, ds := range n.SubSorted("dependentSchemas") {
-		out = append(out, "with "+ds.Name+": "+d.inline(ds.Node, level+1))
-	}
-	if cond, ok := n.Sub("if"); ok {
-		s := "if " + d.inline(cond, level+1)
-		if then, has := n.Sub("then"); has {
-			s += " then " + d.inline(then, level+1)
+	return append(out, "key patterns: "+strings.Join(ps, ", "))
+}
+
+// itemsPart shows the constraints of a list's items, whose type the
+// annotation already gives; after prefixItems, it says what the items
+// beyond the prefix may be.
+func itemsPart(s suffixScope, out []string) []string {
+	items, ok := s.n.Sub("items")
+	switch {
+	case !ok:
+	case !s.n.Has("prefixItems"):
+		if kv := keyValues(items); len(kv) > 0 {
+			out = append(out, "items: "+strings.Join(kv, ", "))
 		}
-		if els, has := n.Sub("else"); has {
-			s += " else " + d.inline(els, level+1)
-		}
-		out = append(out, s)
-	}
-	if not, ok := n.Sub("not"); ok {
-		out = append(out, "not: "+d.inline(not, level+1))
-	}
-	if up, ok := n.Get("unevaluatedProperties"); ok {
-		if b, isBool := up.(bool); isBool && !b {
-			out = append(out, "no unevaluated keys")
-		} else if sub, isSchema := n.Sub("unevaluatedProperties"); isSchema && !sub.Empty() {
-			out = append(out, "unevaluated keys: "+d.inline(sub, level+1))
-		}
-	}
-	if ui, ok := n.Get("unevaluatedItems"); ok {
-		if b, isBool := ui.(bool); isBool && !b {
-			out = append(out, "no unevaluated items")
-		} else if sub, isSchema := n.Sub("unevaluatedItems"); isSchema && !sub.Empty() {
-			out = append(out, "unevaluated items: "+d.inline(sub, level+1))
-		}
-	}
-	if cs, ok := n.Sub("contentSchema"); ok {
-		out = append(out, "content: "+d.inline(cs, level+1))
+	case items.Never():
+		out = append(out, "no extra items")
+	default:
+		out = append(out, "extra items: "+s.inline(items))
 	}
 	return out
+}
+
+// subschemaRule describes the keyword's subschema inline after prefix.
+func subschemaRule(keyword, prefix string) suffixRule {
+	return suffixRule{keyword, func(s suffixScope, out []string) []string {
+		if sub, ok := s.n.Sub(keyword); ok {
+			out = append(out, prefix+s.inline(sub))
+		}
+		return out
+	}}
+}
+
+// dependentSchemasPart gives a part for each key that brings a schema, in
+// key order.
+func dependentSchemasPart(s suffixScope, out []string) []string {
+	for _, ds := range s.n.SubSorted("dependentSchemas") {
+		out = append(out, "with "+ds.Name+": "+s.inline(ds.Node))
+	}
+	return out
+}
+
+// conditionPart writes if, then and else as one part.
+func conditionPart(s suffixScope, out []string) []string {
+	cond, ok := s.n.Sub("if")
+	if !ok {
+		return out
+	}
+	part := "if " + s.inline(cond)
+	if then, has := s.n.Sub("then"); has {
+		part += " then " + s.inline(then)
+	}
+	if els, has := s.n.Sub("else"); has {
+		part += " else " + s.inline(els)
+	}
+	return append(out, part)
+}
+
+// unevaluatedRule shows none when the keyword is false, and otherwise
+// describes its subschema after prefix unless it is empty.
+func unevaluatedRule(keyword, none, prefix string) suffixRule {
+	return suffixRule{keyword, func(s suffixScope, out []string) []string {
+		v, ok := s.n.Get(keyword)
+		if !ok {
+			return out
+		}
+		if b, isBool := v.(bool); isBool && !b {
+			out = append(out, none)
+		} else if sub, isSchema := s.n.Sub(keyword); isSchema && !sub.Empty() {
+			out = append(out, prefix+s.inline(sub))
+		}
+		return out
+	}}
 }
 
 // suffix wraps the parts in " (...)", or returns "" when there are none.

@@ -172,80 +172,125 @@ func importLine(e Entry) string {
 // descriptions.
 func (r *Registry) discoveryFiles() []File {
 	summaries := r.plainSummaries()
-
 	// The descriptions file is the full catalog, which the block has
 	// rendered already; each tool's signature and docstring is a slice of it.
 	full := r.catalog(Full)
-	spans := full.spans
+	counts, lengths := r.countTerms()
+	index := weighTerms(counts, lengths)
+	return []File{
+		{Path: DiscoveryFile, Content: discoveryModule},
+		{Path: DiscoveryDocs, Content: full.text},
+		{Path: DiscoveryIndex, Content: r.indexJSON(summaries, full.spans, index)},
+	}
+}
 
-	// Term counts per tool and field, sorted by term. The fields are
-	// weighed and length-normalised each on its own (BM25F), so a long
-	// description does not drown a name that says exactly what was asked.
+// countTerms counts the search terms of every tool field by field. It
+// returns, for each tool, its terms sorted with their counts in each field,
+// and the number of words in each field. The fields are weighed and
+// length-normalised each on its own (BM25F), so a long description does
+// not drown a name that says exactly what was asked.
+func (r *Registry) countTerms() ([][]termCount, [][numFields]int) {
 	counts := make([][]termCount, len(r.entries))
 	lengths := make([][numFields]int, len(r.entries))
 	parallel(len(r.entries), func(i int) {
-		e := r.entries[i]
-		desc := e.Declaration.Description
-		if len(desc) > maxIndexedDescription {
-			desc = desc[:maxIndexedDescription]
-		}
-		// Every word of the tool with its field, in scratch slices kept
-		// across tools; sorted by term, runs become counts.
 		sc := scratchPool.Get().(*indexScratch)
 		defer scratchPool.Put(sc)
-		words, fields := sc.words[:0], sc.fields[:0]
-		add := func(text string, field int) {
-			n := len(words)
-			words = searchTerms(text, words)
-			fields = append(fields, fieldSpan{end: len(words), field: field})
-			lengths[i][field] += len(words) - n
-		}
-		add(e.Attr, fieldName)
-		if e.Name != e.Attr {
-			add(e.Name, fieldName)
-		}
-		add(e.Namespace, fieldNamespace)
-		for _, p := range r.params[i] {
-			add(p.raw, fieldParameter)
-		}
-		add(desc, fieldDescription)
-		sc.words, sc.fields = words, fields
-		tagged := slices.Grow(sc.tagged[:0], len(words))[:len(words)]
-		sc.tagged = tagged
-		k := 0
-		for _, f := range fields {
-			for ; k < f.end; k++ {
-				tagged[k] = taggedTerm{term: words[k], field: f.field}
-			}
-		}
-		slices.SortFunc(tagged, func(a, b taggedTerm) int { return strings.Compare(a.term, b.term) })
-		unique := 0
-		for k := range tagged {
-			if k == 0 || tagged[k].term != tagged[k-1].term {
-				unique++
-			}
-		}
-		c := make([]termCount, 0, unique)
-		for _, t := range tagged {
-			if n := len(c); n > 0 && c[n-1].term == t.term {
-				c[n-1].counts[t.field]++
-				continue
-			}
-			tc := termCount{term: t.term}
-			tc.counts[t.field] = 1
-			c = append(c, tc)
-		}
-		counts[i] = c
+		lengths[i] = sc.gather(r.entries[i], r.params[i])
+		counts[i] = sc.termCounts()
 	})
-	// Number the terms in sorted order, count the tools each appears in,
-	// and weigh each (term, tool) pair. Each pair first takes the number
-	// of its term in order of appearance, then the term's sorted number.
+	return counts, lengths
+}
+
+// gather collects the words of the tool of e, each with its field: its
+// Python and raw names, its namespace, its parameters' raw names and the
+// first maxIndexedDescription bytes of its description. It returns the
+// number of words in each field.
+func (sc *indexScratch) gather(e Entry, params []param) [numFields]int {
+	sc.words, sc.fields, sc.lengths = sc.words[:0], sc.fields[:0], [numFields]int{}
+	desc := e.Declaration.Description
+	if len(desc) > maxIndexedDescription {
+		desc = desc[:maxIndexedDescription]
+	}
+	sc.add(e.Attr, fieldName)
+	if e.Name != e.Attr {
+		sc.add(e.Name, fieldName)
+	}
+	sc.add(e.Namespace, fieldNamespace)
+	for _, p := range params {
+		sc.add(p.raw, fieldParameter)
+	}
+	sc.add(desc, fieldDescription)
+	return sc.lengths
+}
+
+// add appends the search terms of text, found in field.
+func (sc *indexScratch) add(text string, field int) {
+	n := len(sc.words)
+	sc.words = searchTerms(text, sc.words)
+	sc.fields = append(sc.fields, fieldSpan{end: len(sc.words), field: field})
+	sc.lengths[field] += len(sc.words) - n
+}
+
+// termCounts turns the gathered words into counts: it tags each word with
+// its field, sorts them by term, and makes each run of one term a
+// termCount.
+func (sc *indexScratch) termCounts() []termCount {
+	words := sc.words
+	tagged := slices.Grow(sc.tagged[:0], len(words))[:len(words)]
+	sc.tagged = tagged
+	k := 0
+	for _, f := range sc.fields {
+		for ; k < f.end; k++ {
+			tagged[k] = taggedTerm{term: words[k], field: f.field}
+		}
+	}
+	slices.SortFunc(tagged, func(a, b taggedTerm) int { return strings.Compare(a.term, b.term) })
+	unique := 0
+	for k := range tagged {
+		if k == 0 || tagged[k].term != tagged[k-1].term {
+			unique++
+		}
+	}
+	c := make([]termCount, 0, unique)
+	for _, t := range tagged {
+		if n := len(c); n > 0 && c[n-1].term == t.term {
+			c[n-1].counts[t.field]++
+			continue
+		}
+		tc := termCount{term: t.term}
+		tc.counts[t.field] = 1
+		c = append(c, tc)
+	}
+	return c
+}
+
+// searchIndex is what search ranks tools by: the sorted vocabulary and
+// each term's posting list of (tool, weight) pairs.
+type searchIndex struct {
+	terms []string
+	// postings holds the posting lists of all terms in one slice: term k's
+	// tool numbers and weights alternate in postings[start[k]:start[k+1]].
+	postings []int
+	start    []int
+}
+
+// weighTerms builds the search index from every tool's term counts: it
+// numbers the terms in sorted order, counts the tools each appears in, and
+// weighs each (term, tool) pair.
+func weighTerms(counts [][]termCount, lengths [][numFields]int) searchIndex {
+	terms, df := numberTerms(counts)
+	start := postingStarts(df)
+	return searchIndex{terms: terms, postings: weighPairs(counts, lengths, df, start), start: start}
+}
+
+// numberTerms sets the id of every termCount to its term's number in the
+// sorted vocabulary, and returns that vocabulary and the number of tools
+// each term appears in. Each term first takes its number in order of
+// appearance, then its sorted number: the vocabulary is sorted once, not
+// kept sorted.
+func numberTerms(counts [][]termCount) (terms []string, df []int) {
 	ids := map[string]int{}
-	var terms []string
-	var total [numFields]int
-	pairs := 0
-	for i, c := range counts {
-		pairs += len(c)
+	for _, c := range counts {
 		for k, tc := range c {
 			id, ok := ids[tc.term]
 			if !ok {
@@ -255,23 +300,9 @@ func (r *Registry) discoveryFiles() []File {
 			}
 			c[k].id = id
 		}
-		for f := range numFields {
-			total[f] += lengths[i][f]
-		}
 	}
-	order := make([]int, len(terms)) // sorted number -> first number
-	for k := range order {
-		order[k] = k
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(terms[a], terms[b]) })
-	sortedID := make([]int, len(terms)) // first number -> sorted number
-	sorted := make([]string, len(terms))
-	for k, first := range order {
-		sortedID[first] = k
-		sorted[k] = terms[first]
-	}
-	terms = sorted
-	df := make([]int, len(terms))
+	sortedID, terms := sortTerms(terms)
+	df = make([]int, len(terms))
 	for _, c := range counts {
 		for k := range c {
 			id := sortedID[c[k].id]
@@ -279,97 +310,165 @@ func (r *Registry) discoveryFiles() []File {
 			c[k].id = id
 		}
 	}
-	n := float64(len(r.entries))
-	var avg [numFields]float64
-	for f := range numFields {
-		avg[f] = 1
-		if len(r.entries) > 0 && total[f] > 0 {
-			avg[f] = float64(total[f]) / n
-		}
+	return terms, df
+}
+
+// sortTerms sorts terms, numbered in order of appearance, and returns the
+// sorted number of each term's first number along with the sorted terms.
+func sortTerms(terms []string) (sortedID []int, sorted []string) {
+	order := make([]int, len(terms)) // sorted number -> first number
+	for k := range order {
+		order[k] = k
 	}
-	// The posting lists of all terms share one slice: term k's pairs of
-	// (tool, weight) start at start[k].
-	start := make([]int, len(terms)+1)
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(terms[a], terms[b]) })
+	sortedID = make([]int, len(terms)) // first number -> sorted number
+	sorted = make([]string, len(terms))
+	for k, first := range order {
+		sortedID[first] = k
+		sorted[k] = terms[first]
+	}
+	return sortedID, sorted
+}
+
+// postingStarts returns where each term's posting list starts in the
+// shared slice, given the number of tools each term appears in, and, last,
+// the length of the slice.
+func postingStarts(df []int) []int {
+	start := make([]int, len(df)+1)
 	for k, d := range df {
 		start[k+1] = start[k] + 2*d
 	}
-	idf := make([]float64, len(terms))
+	return start
+}
+
+// weighPairs returns the posting lists: every (term, tool) pair at its
+// term's place, tools in order, each pair a tool number and its BM25F
+// weight scaled to an integer of at least 1.
+func weighPairs(counts [][]termCount, lengths [][numFields]int, df, start []int) []int {
+	n := float64(len(counts))
+	idf := make([]float64, len(df))
 	for k, d := range df {
 		idf[k] = math.Log(1 + (n-float64(d)+0.5)/(float64(d)+0.5))
 	}
-	flat := make([]int, 2*pairs)
-	fill := slices.Clone(start[:len(terms)])
+	avg := averageLengths(lengths)
+	flat := make([]int, start[len(df)])
+	fill := slices.Clone(start[:len(df)])
 	for i, c := range counts {
 		var norm [numFields]float64
 		for f := range numFields {
 			norm[f] = 1 - bm25B + bm25B*float64(lengths[i][f])/avg[f]
 		}
 		for _, tc := range c {
-			tf := 0.0
-			for f := range numFields {
-				tf += fieldWeights[f] * float64(tc.counts[f]) / norm[f]
-			}
-			w := idf[tc.id] * tf * (bm25K1 + 1) / (tf + bm25K1)
+			w := bm25Weight(tc.counts, &norm, idf[tc.id])
 			j := fill[tc.id]
 			flat[j], flat[j+1] = i, max(1, int(math.Round(w*weightScale)))
 			fill[tc.id] = j + 2
 		}
 	}
+	return flat
+}
 
-	// Size the index up front: each tool's strings and numbers, each term,
-	// and about four bytes for a tool number or a weight.
-	size := 256 + 4*len(flat)
+// averageLengths returns the mean number of words in each field over all
+// tools, or 1 for a field no tool has a word in.
+func averageLengths(lengths [][numFields]int) [numFields]float64 {
+	var total [numFields]int
+	for _, l := range lengths {
+		for f := range numFields {
+			total[f] += l[f]
+		}
+	}
+	n := float64(len(lengths))
+	var avg [numFields]float64
+	for f := range numFields {
+		avg[f] = 1
+		if len(lengths) > 0 && total[f] > 0 {
+			avg[f] = float64(total[f]) / n
+		}
+	}
+	return avg
+}
+
+// bm25Weight is the BM25F weight of a term in a tool, given the term's
+// counts in each field, the tool's length normalisation of each field and
+// the term's inverse document frequency.
+func bm25Weight(counts [numFields]int32, norm *[numFields]float64, idf float64) float64 {
+	tf := 0.0
+	for f := range numFields {
+		tf += fieldWeights[f] * float64(counts[f]) / norm[f]
+	}
+	return idf * tf * (bm25K1 + 1) / (tf + bm25K1)
+}
+
+// indexJSON writes the search index as the discovery module reads it: the
+// stopwords; every tool's path, raw name, import line, summary and the
+// span of its description in DiscoveryDocs; and every term's posting list.
+func (r *Registry) indexJSON(summaries []string, spans [][2]int, index searchIndex) string {
+	var sb strings.Builder
+	sb.Grow(r.indexSize(summaries, index))
+	sb.WriteString(`{"format":1,"stopwords":`)
+	writeJSON(&sb, stopwords)
+	sb.WriteString(",\n\"tools\":[")
+	r.writeIndexTools(&sb, summaries, spans)
+	sb.WriteString("],\n\"terms\":{")
+	index.writeTerms(&sb)
+	sb.WriteString("}}\n")
+	return sb.String()
+}
+
+// indexSize estimates the length of the index in bytes, so that it is
+// written into one allocation: each tool's strings and numbers, each term,
+// and about four bytes for a tool number or a weight.
+func (r *Registry) indexSize(summaries []string, index searchIndex) int {
+	size := 256 + 4*len(index.postings)
 	for i, e := range r.entries {
 		size += 2*len(e.Path) + 2*len(e.Name) + 10 + len(e.Package) + len(summaries[i]) + 32
 	}
-	for _, t := range terms {
+	for _, t := range index.terms {
 		size += len(t) + 8
 	}
-	var idx strings.Builder
-	idx.Grow(size)
-	idx.WriteString(`{"format":1,"stopwords":`)
-	writeJSON(&idx, stopwords)
-	idx.WriteString(",\n\"tools\":[")
-	var num []byte
+	return size
+}
+
+// writeIndexTools writes the index's list of tools, one line each.
+func (r *Registry) writeIndexTools(sb *strings.Builder, summaries []string, spans [][2]int) {
+	num := make([]byte, 0, 64)
 	for i, e := range r.entries {
 		if i > 0 {
-			idx.WriteString(",")
+			sb.WriteString(",")
 		}
-		idx.WriteString("\n")
-		idx.WriteByte('[')
+		sb.WriteString("\n")
+		sb.WriteByte('[')
 		for _, str := range [4]string{e.Path, e.Name, importLine(e), summaries[i]} {
-			writeJSONString(&idx, str)
-			idx.WriteByte(',')
+			writeJSONString(sb, str)
+			sb.WriteByte(',')
 		}
 		num = strconv.AppendInt(num[:0], int64(spans[i][0]), 10)
 		num = append(num, ',')
 		num = strconv.AppendInt(num, int64(spans[i][1]), 10)
 		num = append(num, ']')
-		idx.Write(num)
+		sb.Write(num)
 	}
-	idx.WriteString("],\n\"terms\":{")
-	for k, t := range terms {
+}
+
+// writeTerms writes the index's map of terms to posting lists, one line
+// each.
+func (index searchIndex) writeTerms(sb *strings.Builder) {
+	var num []byte
+	for k, t := range index.terms {
 		if k > 0 {
-			idx.WriteString(",")
+			sb.WriteString(",")
 		}
-		idx.WriteString("\n")
-		writeJSONString(&idx, t)
+		sb.WriteString("\n")
+		writeJSONString(sb, t)
 		num = append(num[:0], ":["...)
-		for j, v := range flat[start[k]:start[k+1]] {
+		for j, v := range index.postings[index.start[k]:index.start[k+1]] {
 			if j > 0 {
 				num = append(num, ',')
 			}
 			num = strconv.AppendInt(num, int64(v), 10)
 		}
 		num = append(num, ']')
-		idx.Write(num)
-	}
-	idx.WriteString("}}\n")
-
-	return []File{
-		{Path: DiscoveryFile, Content: discoveryModule},
-		{Path: DiscoveryDocs, Content: full.text},
-		{Path: DiscoveryIndex, Content: idx.String()},
+		sb.Write(num)
 	}
 }
 
@@ -380,11 +479,13 @@ type termCount struct {
 	id     int              // the term's number in the sorted vocabulary
 }
 
-// indexScratch holds the slices one tool's terms are gathered in.
+// indexScratch holds the slices one tool's terms are gathered in, kept
+// across tools, and the number of words gathered in each field.
 type indexScratch struct {
-	words  []string
-	fields []fieldSpan
-	tagged []taggedTerm
+	words   []string
+	fields  []fieldSpan
+	tagged  []taggedTerm
+	lengths [numFields]int
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(indexScratch) }}

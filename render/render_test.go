@@ -270,10 +270,13 @@ func TestPythonRepr(t *testing.T) {
 	}
 }
 
-// TestSuffixReads checks that suffixReads lists every keyword that
-// otherSuffixParts reads: a position holding only other keywords, whatever
-// their values, must get no parts from it.
-func TestSuffixReads(t *testing.T) {
+// TestSuffixRulesReadTheirKeyword checks that each of suffixRules gives
+// parts only to a position holding its keyword: a position holding one
+// other keyword, whatever its value, gets nothing from it. So a position
+// holding none of the rules' keywords, for which scanSuffix marks no rule,
+// loses no parts when otherSuffixParts is skipped. It also checks that
+// scanSuffix marks the rule of each keyword and no other.
+func TestSuffixRulesReadTheirKeyword(t *testing.T) {
 	values := []any{true, false, json.Number("1"), "x", []any{"a"}, []any{map[string]any{"type": "string"}},
 		map[string]any{"type": "string"}, map[string]any{"a": map[string]any{"type": "string"}}}
 	names := map[string]bool{"description": true, "properties": true, "x-extra": true}
@@ -283,9 +286,15 @@ func TestSuffixReads(t *testing.T) {
 	for _, k := range suffixKeys {
 		names[k] = true
 	}
+	rule := map[string]int{}
+	for i, r := range suffixRules {
+		names[r.keyword] = true
+		rule[r.keyword] = i
+	}
 	for name := range names {
-		if suffixReads[name] {
-			continue
+		var want uint32
+		if i, ok := rule[name]; ok {
+			want = 1 << i
 		}
 		for _, v := range values {
 			doc, err := schema.Decode(map[string]any{name: v})
@@ -293,12 +302,17 @@ func TestSuffixReads(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := doc.Root()
-			if _, more := scanSuffix(n); more {
-				t.Fatalf("scanSuffix reports more for %s=%v", name, v)
+			if _, got := scanSuffix(n); got != want {
+				t.Fatalf("scanSuffix marks rules %b for %s=%v, want %b", got, name, v, want)
 			}
-			d := &describer{budget: maxLines}
-			if got := d.otherSuffixParts(nil, n, true, "", 0); len(got) > 0 {
-				t.Errorf("%s=%#v gives %q, but %q is not in suffixReads", name, v, got, name)
+			s := suffixScope{d: &describer{budget: maxLines}, n: n, nested: true}
+			for _, r := range suffixRules {
+				if r.keyword == name {
+					continue
+				}
+				if got := r.parts(s, nil); len(got) > 0 {
+					t.Errorf("%s=%#v gives %q from the rule of %s", name, v, got, r.keyword)
+				}
 			}
 		}
 	}

@@ -34,6 +34,9 @@ up the server's one session.
 Flags:
 `
 
+// runDoctor implements "codemode doctor": it checks the jail cold and
+// forked and the docker engine, writes the table of what each enforces, and
+// starts a session of each backend.
 func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("doctor", doctorUsage, stderr)
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
@@ -49,138 +52,180 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 
 	rep, jerr := jail.Check(ctx, jail.Config{Python: *python})
-	fmt.Fprintf(stdout, "host: %s/%s\n", runtime.GOOS, runtime.GOARCH)
-	if rep.Python != "" {
-		fmt.Fprintf(stdout, "python: %s (prefix %s)\n", rep.Python, rep.PythonPrefix)
-	}
-	fmt.Fprintln(stdout)
-
-	e := rep.Enforcement
-	ok := jerr == nil
+	writeHost(stdout, rep)
 	// The forked column: a session forked from a template process (the
 	// default start of jail.Backend), read back from the session itself.
 	fe, fstart, ferr := jail.CheckForked(ctx, jail.Config{Python: *python})
-	fok := ok && ferr == nil
-	fyn := func(b bool) string {
-		if !fok {
-			return "-"
-		}
-		if b {
-			return "yes"
-		}
-		return "no"
-	}
-	db, derr := docker.New(docker.Config{Image: *image})
-	var d docker.Enforcement
-	if derr == nil {
+	db, d, derr := checkDocker(ctx, *image)
+	if db != nil {
 		defer func() { _ = db.Close() }()
-		dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
-		d, derr = db.Enforced(dctx)
-		dcancel()
 	}
-	dok := derr == nil
-	dv := func(v string) string {
-		if !dok {
-			return "-"
-		}
-		return v
+	t := protectionTable{
+		rep: rep, forked: fe, forkStart: fstart, docker: d,
+		coldCol: column{ok: jerr == nil}, forkedCol: column{ok: jerr == nil && ferr == nil}, dockerCol: column{ok: derr == nil},
 	}
-	dyn := func(b bool) string {
-		if b {
-			return dv("yes")
-		}
-		return dv("no")
-	}
-	yn := func(b bool) string {
-		if !ok {
-			return "-"
-		}
-		if b {
-			return "yes"
-		}
-		return "no"
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "protection\tjail (cold)\tjail (forked)\tdocker\tunsandboxed")
-	row := func(name, jailVal, forkedVal, dockerVal string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tno\n", name, jailVal, forkedVal, dockerVal)
-	}
-	row("user namespace", yn(e.UserNS), fyn(fe.UserNS), dv("no (user "+d.User+")"))
-	row("mount namespace, read-only root", yn(e.MountNS && e.ReadOnlyRoot), fyn(fe.MountNS && fe.ReadOnlyRoot), dyn(d.ReadOnlyRoot))
-	row("pid namespace", yn(e.PIDNS), fyn(fe.PIDNS), dv("yes"))
-	row("net namespace (no network)", yn(e.NetNS && e.Loopback && len(rep.Interfaces) <= 1 && !rep.HostLoopbackReachable), fyn(fe.NetNS && fe.Loopback), dyn(d.NetworkMode == "none"))
-	row("ipc namespace", yn(e.IPCNS), fyn(fe.IPCNS), dv(d.IpcMode))
-	row("uts namespace", yn(e.UTSNS), fyn(fe.UTSNS), dv("yes"))
-	row("seccomp filter", yn(e.Seccomp), fyn(fe.Seccomp), dv(d.Seccomp))
-	row("no_new_privs", yn(e.NoNewPrivs), fyn(fe.NoNewPrivs), dyn(d.NoNewPrivileges))
-	row("capabilities dropped", yn(e.CapsDropped), fyn(fe.CapsDropped), dyn(d.CapDropAll))
-	row("cgroup memory limit", yn(e.CgroupMemory), fyn(fe.CgroupMemory), dv(limit(d.MemoryBytes, "bytes")))
-	row("cgroup pids limit", yn(e.CgroupPids), fyn(fe.CgroupPids), dv(limit(d.PidsLimit, "")))
-	rl, frl := "-", "-"
-	if ok {
-		rl = fmt.Sprintf("%d set", len(e.Rlimits))
-	}
-	if fok {
-		frl = fmt.Sprintf("%d set", len(fe.Rlimits))
-	}
-	fmt.Fprintf(tw, "rlimits\t%s\t%s\t%s\tno\n", rl, frl, dv("engine default"))
-	mode := "-"
-	if ok {
-		mode = "root (uid map: " + e.UIDMap + ")"
-		if e.Rootless {
-			mode = "rootless (uid map: " + e.UIDMap + ")"
-		}
-	}
-	fmode := "-"
-	if fok {
-		fmode = "root (uid map: " + fe.UIDMap + ")"
-		if fe.Rootless {
-			fmode = "rootless (uid map: " + fe.UIDMap + ")"
-		}
-	}
-	fmt.Fprintf(tw, "mode\t%s\t%s\t%s\thost user\n", mode, fmode, dv(d.Engine+" "+d.EngineVersion+" at "+d.Host+" (from "+d.HostSource+")"))
-	if ok {
-		fstartText := "-"
-		if fok {
-			fstartText = fstart.Round(100 * time.Microsecond).String()
-		}
-		fmt.Fprintf(tw, "session start, no pool (median of %d)\t%s\t%s\t-\t%s (bare python -c pass)\n", rep.Runs, rep.ColdStart.Round(100*time.Microsecond), fstartText, rep.BareStart.Round(100*time.Microsecond))
-	}
-	tw.Flush()
-	if ok && ferr != nil {
+	t.write(stdout)
+	if jerr == nil && ferr != nil {
 		fmt.Fprintf(stdout, "\njail (forked): %v\n", ferr)
 	}
-	if dok {
-		d, env, err := sessionStart(ctx, db)
-		if err != nil {
-			fmt.Fprintf(stdout, "\ndocker session: failed: %v\n", err)
-		} else {
-			fmt.Fprintf(stdout, "\ndocker session ready in %s (image %s, Python %s, %d importable packages)\n", d.Round(100*time.Microsecond), *imageOr(image), env.PythonVersion, len(env.Packages))
-		}
+	if derr == nil {
+		writeDockerSession(ctx, stdout, db, *imageOr(image))
 	} else {
 		fmt.Fprintf(stdout, "\ndocker: %v\n", derr)
 	}
-
-	if ok {
-		fmt.Fprintln(stdout)
-		for _, name := range []string{defaultBackend, "unsandboxed"} {
-			d, env, err := sessionStart(ctx, backends[name].open(*python))
-			if err != nil {
-				fmt.Fprintf(stdout, "%s session: failed: %v\n", name, err)
-				if name == defaultBackend {
-					// The jail starts, but sessions cannot run in it.
-					jerr = fmt.Errorf("a session could not start: %w", err)
-				}
-				continue
-			}
-			fmt.Fprintf(stdout, "%s session ready in %s (Python %s, %d importable packages)\n", name, d.Round(100*time.Microsecond), env.PythonVersion, len(env.Packages))
-		}
+	if jerr == nil {
+		jerr = writeSessionStarts(ctx, stdout, *python)
 	}
 	if jerr != nil {
 		fmt.Fprintf(stderr, "\ncodemode doctor: the default backend (jail) cannot run here: %v\n", jerr)
 		return 1
 	}
 	return 0
+}
+
+// writeHost writes the host's platform and the interpreter the jail
+// found.
+func writeHost(w io.Writer, rep jail.Report) {
+	fmt.Fprintf(w, "host: %s/%s\n", runtime.GOOS, runtime.GOARCH)
+	if rep.Python != "" {
+		fmt.Fprintf(w, "python: %s (prefix %s)\n", rep.Python, rep.PythonPrefix)
+	}
+	fmt.Fprintln(w)
+}
+
+// checkDocker connects to the docker engine and reads back what it applies
+// to a sandbox container of image. It returns the backend, for the caller
+// to close, unless connecting failed.
+func checkDocker(ctx context.Context, image string) (*docker.Backend, docker.Enforcement, error) {
+	db, err := docker.New(docker.Config{Image: image})
+	if err != nil {
+		return nil, docker.Enforcement{}, err
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer dcancel()
+	d, err := db.Enforced(dctx)
+	return db, d, err
+}
+
+// column is one backend's column of the protection table. A backend that
+// could not be checked shows "-" throughout.
+type column struct{ ok bool }
+
+// v shows s.
+func (c column) v(s string) string {
+	if !c.ok {
+		return "-"
+	}
+	return s
+}
+
+// yn shows b as yes or no.
+func (c column) yn(b bool) string {
+	if b {
+		return c.v("yes")
+	}
+	return c.v("no")
+}
+
+// protectionTable is what each backend enforces on this host: the jail
+// started cold (rep) and forked from a template (forked, which started in
+// forkStart), the docker engine (docker), and the unsandboxed backend,
+// which enforces nothing.
+type protectionTable struct {
+	rep                           jail.Report
+	forked                        jail.Enforcement
+	forkStart                     time.Duration
+	docker                        docker.Enforcement
+	coldCol, forkedCol, dockerCol column
+}
+
+// protectionRow is one line of the protection table: a protection and what
+// each backend does about it.
+type protectionRow struct {
+	name, cold, forked, docker, unsandboxed string
+}
+
+// rows returns the lines of the table, one per protection, then the mode
+// each backend runs in and, when the jail runs, how long a session takes
+// to start.
+func (t protectionTable) rows() []protectionRow {
+	e, fe, d := t.rep.Enforcement, t.forked, t.docker
+	jc, fc, dc := t.coldCol, t.forkedCol, t.dockerCol
+	rows := []protectionRow{
+		{"user namespace", jc.yn(e.UserNS), fc.yn(fe.UserNS), dc.v("no (user " + d.User + ")"), "no"},
+		{"mount namespace, read-only root", jc.yn(e.MountNS && e.ReadOnlyRoot), fc.yn(fe.MountNS && fe.ReadOnlyRoot), dc.yn(d.ReadOnlyRoot), "no"},
+		{"pid namespace", jc.yn(e.PIDNS), fc.yn(fe.PIDNS), dc.v("yes"), "no"},
+		{"net namespace (no network)", jc.yn(e.NetNS && e.Loopback && len(t.rep.Interfaces) <= 1 && !t.rep.HostLoopbackReachable), fc.yn(fe.NetNS && fe.Loopback), dc.yn(d.NetworkMode == "none"), "no"},
+		{"ipc namespace", jc.yn(e.IPCNS), fc.yn(fe.IPCNS), dc.v(d.IpcMode), "no"},
+		{"uts namespace", jc.yn(e.UTSNS), fc.yn(fe.UTSNS), dc.v("yes"), "no"},
+		{"seccomp filter", jc.yn(e.Seccomp), fc.yn(fe.Seccomp), dc.v(d.Seccomp), "no"},
+		{"no_new_privs", jc.yn(e.NoNewPrivs), fc.yn(fe.NoNewPrivs), dc.yn(d.NoNewPrivileges), "no"},
+		{"capabilities dropped", jc.yn(e.CapsDropped), fc.yn(fe.CapsDropped), dc.yn(d.CapDropAll), "no"},
+		{"cgroup memory limit", jc.yn(e.CgroupMemory), fc.yn(fe.CgroupMemory), dc.v(limit(d.MemoryBytes, "bytes")), "no"},
+		{"cgroup pids limit", jc.yn(e.CgroupPids), fc.yn(fe.CgroupPids), dc.v(limit(d.PidsLimit, "")), "no"},
+		{"rlimits", jc.v(fmt.Sprintf("%d set", len(e.Rlimits))), fc.v(fmt.Sprintf("%d set", len(fe.Rlimits))), dc.v("engine default"), "no"},
+		{"mode", jc.v(uidMode(e)), fc.v(uidMode(fe)), dc.v(d.Engine + " " + d.EngineVersion + " at " + d.Host + " (from " + d.HostSource + ")"), "host user"},
+	}
+	if jc.ok {
+		rows = append(rows, protectionRow{
+			fmt.Sprintf("session start, no pool (median of %d)", t.rep.Runs),
+			t.rep.ColdStart.Round(100 * time.Microsecond).String(),
+			fc.v(t.forkStart.Round(100 * time.Microsecond).String()),
+			"-",
+			t.rep.BareStart.Round(100*time.Microsecond).String() + " (bare python -c pass)",
+		})
+	}
+	return rows
+}
+
+// write writes the table in aligned columns.
+func (t protectionTable) write(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "protection\tjail (cold)\tjail (forked)\tdocker\tunsandboxed")
+	for _, r := range t.rows() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.name, r.cold, r.forked, r.docker, r.unsandboxed)
+	}
+	tw.Flush()
+}
+
+// uidMode says whether the jail ran as root or rootless, and how it mapped
+// user ids.
+func uidMode(e jail.Enforcement) string {
+	if e.Rootless {
+		return "rootless (uid map: " + e.UIDMap + ")"
+	}
+	return "root (uid map: " + e.UIDMap + ")"
+}
+
+// writeDockerSession starts one session of db and says how long it took.
+func writeDockerSession(ctx context.Context, w io.Writer, db *docker.Backend, image string) {
+	d, env, err := sessionStart(ctx, db)
+	if err != nil {
+		fmt.Fprintf(w, "\ndocker session: failed: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "\ndocker session ready in %s (image %s, Python %s, %d importable packages)\n", d.Round(100*time.Microsecond), image, env.PythonVersion, len(env.Packages))
+}
+
+// writeSessionStarts starts one session of the default backend and one of
+// the unsandboxed one, and says how long each took. It returns an error
+// when the default backend's session could not start: the jail starts,
+// but sessions cannot run in it.
+func writeSessionStarts(ctx context.Context, w io.Writer, python string) error {
+	fmt.Fprintln(w)
+	var failed error
+	for _, name := range []string{defaultBackend, "unsandboxed"} {
+		d, env, err := sessionStart(ctx, backends[name].open(python))
+		if err != nil {
+			fmt.Fprintf(w, "%s session: failed: %v\n", name, err)
+			if name == defaultBackend {
+				failed = fmt.Errorf("a session could not start: %w", err)
+			}
+			continue
+		}
+		fmt.Fprintf(w, "%s session ready in %s (Python %s, %d importable packages)\n", name, d.Round(100*time.Microsecond), env.PythonVersion, len(env.Packages))
+	}
+	return failed
 }
 
 // sessionStart opens and closes one session and returns how long it took

@@ -222,9 +222,7 @@ func parse(src *source) (p *parsed, err error) {
 // reference stays valid.
 func pruneResponses(root *yaml.Node) map[string][]string {
 	links := map[string][]string{}
-	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = root.Content[0]
-	}
+	root = documentRoot(root)
 	paths := mapValue(root, "paths")
 	if paths == nil || paths.Kind != yaml.MappingNode {
 		return links
@@ -276,101 +274,158 @@ func pruneResponses(root *yaml.Node) map[string][]string {
 // sure what is reached: a reference that is not a local JSON pointer, one
 // it cannot resolve, or a $id, under which references take another base.
 func pruneSchemas(root *yaml.Node) {
-	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = root.Content[0]
-	}
+	root = documentRoot(root)
 	comps := mapValue(root, "components")
 	schemas := mapValue(comps, "schemas")
 	if schemas == nil || schemas.Kind != yaml.MappingNode {
 		return
 	}
-	reached := map[*yaml.Node]bool{}
-	seenAlias := map[*yaml.Node]bool{}
-	stack := []*yaml.Node{mapValue(root, "paths")}
-	sure := true
-	ref := func(s string) {
-		if !strings.HasPrefix(s, "#/") {
-			sure = false
-			return
-		}
-		tokens := strings.Split(s[2:], "/")
-		if tokens[0] != "components" {
-			return // within the paths, which are walked anyway
-		}
-		if len(tokens) < 3 {
-			sure = false
-			return
-		}
-		var target *yaml.Node
-		kind, err1 := url.PathUnescape(tokens[1])
-		name, err2 := url.PathUnescape(tokens[2])
-		if err1 == nil && err2 == nil {
-			unescape := strings.NewReplacer("~1", "/", "~0", "~")
-			target = mapValue(mapValue(comps, unescape.Replace(kind)), unescape.Replace(name))
-		}
-		if target == nil {
-			sure = false
-			return
-		}
-		if !reached[target] {
-			reached[target] = true
-			stack = append(stack, target)
-		}
-	}
-	for len(stack) > 0 && sure {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if n == nil {
-			continue
-		}
-		switch n.Kind {
-		case yaml.AliasNode:
-			if !seenAlias[n.Alias] {
-				seenAlias[n.Alias] = true
-				stack = append(stack, n.Alias)
-			}
-		case yaml.SequenceNode:
-			stack = append(stack, n.Content...)
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i].Value, n.Content[i+1]
-				switch k {
-				case "$ref", "$dynamicRef":
-					if v.Kind == yaml.ScalarNode {
-						ref(v.Value)
-						continue
-					}
-				case "$id":
-					sure = false
-				case "mapping":
-					// A discriminator's mapping names schemas by
-					// reference or by bare name.
-					if v.Kind == yaml.MappingNode {
-						for j := 1; j < len(v.Content); j += 2 {
-							t := v.Content[j]
-							switch {
-							case t.Kind != yaml.ScalarNode:
-							case strings.ContainsAny(t.Value, "#/"):
-								ref(t.Value)
-							default:
-								ref("#/components/schemas/" + t.Value)
-							}
-						}
-					}
-				}
-				stack = append(stack, v)
-			}
-		}
-	}
-	if !sure {
+	r := reach{comps: comps, reached: map[*yaml.Node]bool{}, seenAlias: map[*yaml.Node]bool{}, sure: true}
+	if !r.walk(mapValue(root, "paths")) {
 		return
 	}
 	for i := 1; i < len(schemas.Content); i += 2 {
-		// An entry that a reached YAML alias points to is reached too.
-		if s := schemas.Content[i]; s.Kind == yaml.MappingNode && !reached[s] && !seenAlias[s] {
+		if s := schemas.Content[i]; s.Kind == yaml.MappingNode && !r.reachedNode(s) {
 			s.Content = nil
 		}
 	}
+}
+
+// documentRoot returns the top node of a parsed document: the content of
+// its document node.
+func documentRoot(root *yaml.Node) *yaml.Node {
+	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		return root.Content[0]
+	}
+	return root
+}
+
+// reach walks a document's nodes from the paths and finds the components
+// they reach through references. sure turns false, and the walk stops, on
+// anything that leaves it unsure what is reached.
+type reach struct {
+	comps *yaml.Node
+	// reached holds the components that references reach.
+	reached map[*yaml.Node]bool
+	// seenAlias holds the nodes that the walk's YAML aliases stand for.
+	seenAlias map[*yaml.Node]bool
+	// stack holds the nodes still to walk.
+	stack []*yaml.Node
+	sure  bool
+}
+
+// walk walks from start and all it reaches, and reports whether it is sure
+// of what it reached.
+func (r *reach) walk(start *yaml.Node) bool {
+	r.stack = append(r.stack, start)
+	for len(r.stack) > 0 && r.sure {
+		n := r.stack[len(r.stack)-1]
+		r.stack = r.stack[:len(r.stack)-1]
+		r.visit(n)
+	}
+	return r.sure
+}
+
+// reachedNode reports whether the walk reached n, by a reference or
+// through a YAML alias that stands for it.
+func (r *reach) reachedNode(n *yaml.Node) bool {
+	return r.reached[n] || r.seenAlias[n]
+}
+
+// visit queues the nodes under n: what an alias stands for, the items of a
+// sequence, and the values of a mapping, whose references it follows.
+func (r *reach) visit(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		if !r.seenAlias[n.Alias] {
+			r.seenAlias[n.Alias] = true
+			r.stack = append(r.stack, n.Alias)
+		}
+	case yaml.SequenceNode:
+		r.stack = append(r.stack, n.Content...)
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			r.entry(n.Content[i].Value, n.Content[i+1])
+		}
+	}
+}
+
+// entry follows the mapping entry k: v when it is a reference, a $id or a
+// discriminator's mapping, and queues v unless it is a reference's string.
+func (r *reach) entry(k string, v *yaml.Node) {
+	switch k {
+	case "$ref", "$dynamicRef":
+		if v.Kind == yaml.ScalarNode {
+			r.ref(v.Value)
+			return
+		}
+	case "$id":
+		r.sure = false
+	case "mapping":
+		r.mapping(v)
+	}
+	r.stack = append(r.stack, v)
+}
+
+// mapping follows the references of a discriminator's mapping, which names
+// schemas by reference or by bare name.
+func (r *reach) mapping(v *yaml.Node) {
+	if v.Kind != yaml.MappingNode {
+		return
+	}
+	for j := 1; j < len(v.Content); j += 2 {
+		t := v.Content[j]
+		switch {
+		case t.Kind != yaml.ScalarNode:
+		case strings.ContainsAny(t.Value, "#/"):
+			r.ref(t.Value)
+		default:
+			r.ref("#/components/schemas/" + t.Value)
+		}
+	}
+}
+
+// ref follows a reference. One into the components reaches the component
+// it names and queues it, the first time; one elsewhere in the document is
+// within the paths, which are walked anyway. Any other reference, or one
+// that names no component, leaves the walk unsure.
+func (r *reach) ref(s string) {
+	if !strings.HasPrefix(s, "#/") {
+		r.sure = false
+		return
+	}
+	tokens := strings.Split(s[2:], "/")
+	if tokens[0] != "components" {
+		return
+	}
+	target := component(r.comps, tokens)
+	if target == nil {
+		r.sure = false
+		return
+	}
+	if !r.reached[target] {
+		r.reached[target] = true
+		r.stack = append(r.stack, target)
+	}
+}
+
+// component returns the component named by the tokens of a JSON pointer
+// that starts "components", kind, name; the tokens after those name a node
+// within it, which reaches it too. It returns nil when there is no such
+// component.
+func component(comps *yaml.Node, tokens []string) *yaml.Node {
+	if len(tokens) < 3 {
+		return nil
+	}
+	kind, err1 := url.PathUnescape(tokens[1])
+	name, err2 := url.PathUnescape(tokens[2])
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	return mapValue(mapValue(comps, pointerUnescaper.Replace(kind)), pointerUnescaper.Replace(name))
 }
 
 // mapValue returns the value under key in a mapping node.
