@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 const module = "github.com/adk-codemode/codemode"
@@ -56,6 +58,7 @@ var layers = map[string]int{
 	"internal/fdcheck":                10,
 	"internal/tailbuf":                10,
 	"internal/layering":               10,
+	"internal/hostcap":                11,
 }
 
 // standalone are packages that import no package of this repository
@@ -73,7 +76,7 @@ func TestImportsRunDown(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil {
 			if _, statErr := exec.LookPath("go"); statErr != nil {
-				t.Skipf("the go command is needed to check the package graph: %v", statErr)
+				hostcap.Missing(t, hostcap.GoCommand, "to check the package graph: ", statErr)
 			}
 			t.Fatalf("go list in %s: %v", dir, err)
 		}
