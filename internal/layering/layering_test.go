@@ -58,6 +58,7 @@ var layers = map[string]int{
 	"internal/fdcheck":                10,
 	"internal/tailbuf":                10,
 	"internal/layering":               10,
+	"internal/maketargets":            10,
 	"internal/hostcap":                11,
 }
 
