@@ -26,8 +26,8 @@ var (
 	UserNS = Capability{
 		name: "userns",
 		what: "user namespaces for the namespace jail",
-		how: "on Linux 5.12+ on amd64, run the tests as root, or allow unprivileged user namespaces " +
-			"(sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0); " +
+		how: "on Linux 5.12+ on amd64, allow user namespaces (sysctl user.max_user_namespaces above 0) and run the tests as root, " +
+			"or allow unprivileged ones too (kernel.unprivileged_userns_clone=1, and on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0); " +
 			"in a container, allow unshare and mount (docs/deployment.md)",
 	}
 	// Python: a Python 3 interpreter, /usr/bin/python3 where a test names it.
