@@ -70,21 +70,29 @@ bench:
 	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 20x ./backend/docker
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./backend/docker
 
-## fuzz: each fuzz target for FUZZTIME
+## fuzz: every fuzz target of every module, each for FUZZTIME (internal/maketargets holds this list to the tree)
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzCompileValidator$$' -fuzztime $(FUZZTIME) ./schema
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONString$$' -fuzztime $(FUZZTIME) ./render
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderStubs$$' -fuzztime $(FUZZTIME) ./render
 	$(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	$(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./plugin/codemode
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSupMsg$$' -fuzztime $(FUZZTIME) ./sandboxserver
+	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME) ./internal/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzParseResume$$' -fuzztime $(FUZZTIME) ./internal/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime $(FUZZTIME) ./internal/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFiles$$' -fuzztime $(FUZZTIME) ./internal/wsproto
-	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFilesPreamble$$' -fuzztime $(FUZZTIME) ./internal/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME) ./internal/supervisor
+	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
+	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./plugin/codemode
+	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
 
-## golden: rewrite golden files after an intended change (review the diff!)
+## golden: rewrite every golden file after an intended change (review the diff!): each package with an -update flag (the API listing in api/ too), then the generated adkv1 copies
 golden:
-	$(GO) test ./render/... -update
+	$(GO) test ./render ./cmd/codemode ./internal/apicheck -update
+	$(MAKE) generate
 
 ## tidy: check that every go.mod and go.sum is tidy (TIDY= to tidy them); adkv1's against the root in this tree
 # Tidied against the tree, adkv1/go.sum loses the root module's lines,

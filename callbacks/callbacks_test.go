@@ -20,6 +20,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/callbacks"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -48,7 +49,7 @@ func TestCallbacksRunCodeThroughAgentCallbacks(t *testing.T) {
 	s, err := b.Open(probeCtx, transport.SessionConfig{})
 	cancel()
 	if errors.Is(err, jail.ErrUnsupported) {
-		t.Skipf("the jail is unavailable here: %v", err)
+		hostcap.Missing(t, hostcap.UserNS, err)
 	}
 	if err != nil {
 		t.Fatal(err)

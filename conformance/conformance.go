@@ -12,10 +12,10 @@ import (
 // metaSchemaBase is the URL prefix of the 2020-12 vocabulary meta-schemas.
 const metaSchemaBase = "https://json-schema.org/draft/2020-12/meta/"
 
-// SpecKeywords returns every keyword of the seven 2020-12 vocabularies,
+// specKeywords returns every keyword of the seven 2020-12 vocabularies,
 // mapped to its vocabulary, read from the meta-schemas bundled with the
 // jsonschema library.
-func SpecKeywords() (map[string]string, error) {
+func specKeywords() (map[string]string, error) {
 	c := jsonschema.NewCompiler()
 	out := map[string]string{}
 	for _, vocab := range schema.Vocabularies {
@@ -33,9 +33,9 @@ func SpecKeywords() (map[string]string, error) {
 	return out, nil
 }
 
-// Check compares a keyword table with the specification's keywords and
+// check compares a keyword table with the specification's keywords and
 // returns one problem per mismatch, sorted.
-func Check(table []schema.Keyword, spec map[string]string) []string {
+func check(table []schema.Keyword, spec map[string]string) []string {
 	var problems []string
 	inSpecVocab := map[string]bool{}
 	for _, v := range schema.Vocabularies {

@@ -8,7 +8,7 @@ import (
 )
 
 func TestSpecKeywords(t *testing.T) {
-	spec, err := SpecKeywords()
+	spec, err := specKeywords()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,17 +24,17 @@ func TestSpecKeywords(t *testing.T) {
 }
 
 func TestTableCoversSpec(t *testing.T) {
-	spec, err := SpecKeywords()
+	spec, err := specKeywords()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range Check(schema.Keywords(), spec) {
+	for _, p := range check(schema.Keywords(), spec) {
 		t.Error(p)
 	}
 }
 
 func TestSuiteFailsOnRemovedKeyword(t *testing.T) {
-	spec, err := SpecKeywords()
+	spec, err := specKeywords()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestSuiteFailsOnRemovedKeyword(t *testing.T) {
 				table = append(table, k)
 			}
 		}
-		problems := Check(table, spec)
+		problems := check(table, spec)
 		if len(problems) != 1 || !strings.Contains(problems[0], `"`+removed+`"`) || !strings.Contains(problems[0], "not classified") {
 			t.Errorf("without %q: problems = %q, want one naming it as not classified", removed, problems)
 		}
@@ -53,12 +53,12 @@ func TestSuiteFailsOnRemovedKeyword(t *testing.T) {
 }
 
 func TestSuiteFailsOnUnknownKeyword(t *testing.T) {
-	spec, err := SpecKeywords()
+	spec, err := specKeywords()
 	if err != nil {
 		t.Fatal(err)
 	}
 	table := append(schema.Keywords(), schema.Keyword{Name: "additionalItems", Vocabulary: schema.VocabApplicator, Class: schema.Ignored, Note: "draft 2019-09"})
-	problems := Check(table, spec)
+	problems := check(table, spec)
 	if len(problems) != 1 || !strings.Contains(problems[0], "do not define") {
 		t.Errorf("problems = %q, want one about additionalItems", problems)
 	}
@@ -68,13 +68,13 @@ func TestSuiteFailsOnUnknownKeyword(t *testing.T) {
 			wrong[i].Vocabulary = schema.VocabValidation
 		}
 	}
-	if problems := Check(wrong, spec); len(problems) != 1 || !strings.Contains(problems[0], "format-annotation") {
+	if problems := check(wrong, spec); len(problems) != 1 || !strings.Contains(problems[0], "format-annotation") {
 		t.Errorf("misfiled format: problems = %q", problems)
 	}
 }
 
 func TestEveryValidationAndMetaDataKeywordRendered(t *testing.T) {
-	spec, err := SpecKeywords()
+	spec, err := specKeywords()
 	if err != nil {
 		t.Fatal(err)
 	}

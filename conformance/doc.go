@@ -21,6 +21,7 @@
 //
 //	go test ./conformance/...
 //
-// The package has no exported API; [Check] is exported only so that tests can
-// show that the suite fails when the table is incomplete.
+// The package has no exported API: it is its tests. They call its check
+// with tables that lack a keyword or name one the specification does not,
+// to show that the suite fails when the table is incomplete.
 package conformance

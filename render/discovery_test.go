@@ -47,10 +47,7 @@ type driverAnswer struct {
 // the requests through its search and describe in /usr/bin/python3.
 func runDiscovery(t *testing.T, reg *Registry, requests []map[string]any) []driverAnswer {
 	t.Helper()
-	py := pythonPath()
-	if py == "" {
-		t.Skip("no python3 found")
-	}
+	py := pythonPath(t)
 	dir := t.TempDir()
 	for _, f := range reg.Stubs() {
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))

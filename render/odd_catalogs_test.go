@@ -122,10 +122,7 @@ func TestNaNNumberRendersAsFloatNaN(t *testing.T) {
 // digits, so in a docstring without the r prefix Python read " 28": the
 // model saw a different description than the tool declared.
 func TestLineSeparatorSurvivesDocstring(t *testing.T) {
-	py := pythonPath()
-	if py == "" {
-		t.Skip("no python3 found")
-	}
+	py := pythonPath(t)
 	reg, err := NewRegistry([]Tool{{Declaration: &genai.FunctionDeclaration{Name: "tool", Description: "A tool.",
 		ParametersJsonSchema: map[string]any{"properties": map[string]any{"a": map[string]any{"description": "before\u2028after\u2029end"}}}}}})
 	if err != nil {

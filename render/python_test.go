@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"sync"
 	"testing"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // compileScript reads JSON lines {"name", "source"} and answers each with a
@@ -24,14 +26,18 @@ for line in sys.stdin:
     sys.stdout.flush()
 `
 
-func pythonPath() string {
+// pythonPath returns /usr/bin/python3, else python3 from PATH; without
+// either it ends tb (see hostcap.Missing).
+func pythonPath(tb testing.TB) string {
+	tb.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err == nil {
 		return "/usr/bin/python3"
 	}
-	if p, err := exec.LookPath("python3"); err == nil {
-		return p
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		hostcap.Missing(tb, hostcap.Python, err)
 	}
-	return ""
+	return p
 }
 
 // pyChecker is a persistent Python process that compiles sources.
@@ -44,10 +50,7 @@ type pyChecker struct {
 
 func newPyChecker(tb testing.TB) *pyChecker {
 	tb.Helper()
-	py := pythonPath()
-	if py == "" {
-		tb.Skip("no python3 found")
-	}
+	py := pythonPath(tb)
 	cmd := exec.Command(py, "-c", compileScript)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
@@ -20,7 +21,7 @@ import (
 // code writes is reported, and the session ends when the host closes it.
 func TestServe(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("needs /usr/bin/python3")
+		hostcap.Missing(t, hostcap.Python)
 	}
 	work, files := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(files, "tools"), 0o755); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/docker"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -22,7 +23,7 @@ func TestContextReachesEngine(t *testing.T) {
 	engine(t, docker.Config{}) // the engine of DOCKER_HOST is there, or skip
 	host := os.Getenv("DOCKER_HOST")
 	if host == "" || os.Getenv("DOCKER_CERT_PATH") != "" {
-		t.Skip("this test copies a plain DOCKER_HOST (no DOCKER_CERT_PATH) into a docker context; set DOCKER_HOST to the engine's socket")
+		hostcap.Missing(t, hostcap.Docker, "this test copies a plain DOCKER_HOST (no DOCKER_CERT_PATH) into a docker context; set DOCKER_HOST to the engine's socket")
 	}
 	dir := t.TempDir()
 	const name = "codemode-test"

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // TestRemoveOrphans makes containers as a dead host process and a live one
@@ -20,10 +22,7 @@ func TestRemoveOrphans(t *testing.T) {
 	}
 	defer b.Close()
 	if err := b.connect(t.Context()); err != nil {
-		if os.Getenv("CODEMODE_REQUIRE_DOCKER") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("no Docker engine: %v (set DOCKER_HOST and run `make image`)", err)
+		hostcap.Missing(t, hostcap.Docker, err)
 	}
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {

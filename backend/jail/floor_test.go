@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -36,13 +37,13 @@ func floorCmd(exe string, args []string) *exec.Cmd {
 func floorInterpreter(tb testing.TB) string {
 	py, err := Config{}.Interpreter()
 	if err != nil {
-		tb.Skip(err)
+		hostcap.Missing(tb, hostcap.Python, err)
 	}
 	if !strings.HasPrefix(py, "/usr/") {
-		tb.Skipf("the floor jail binds /usr only; the interpreter is %s", py)
+		hostcap.Missing(tb, hostcap.Python, "the floor jail binds /usr only; the interpreter is ", py)
 	}
 	if err := supported(); err != nil {
-		tb.Skip(err)
+		hostcap.Missing(tb, hostcap.UserNS, err)
 	}
 	return py
 }
@@ -52,7 +53,7 @@ func floorInterpreter(tb testing.TB) string {
 func buildFloorInit(tb testing.TB) string {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		tb.Skipf("no go command to build the floor init: %v", err)
+		hostcap.Missing(tb, hostcap.GoCommand, "to build the floor init: ", err)
 	}
 	// The jail's setup uid must reach the program: not through TempDir's
 	// 0700 directories.

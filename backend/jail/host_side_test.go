@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestUsageConcurrentWithWait(t *testing.T) {
 	bin, err := Config{}.Interpreter()
 	if err != nil {
-		t.Skipf("no python: %v", err)
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	c, err := Start(t.Context(), Config{}, Spec{Args: []string{bin, "-c", "pass"}, Env: baseEnv()})
 	skipIfUnsupported(t, err)
@@ -53,7 +54,7 @@ func TestBadHostIDsAreConfigErrors(t *testing.T) {
 	}
 	bin, err := Config{}.Interpreter()
 	if err != nil {
-		t.Skipf("no python: %v", err)
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	for _, cfg := range []Config{
 		{SetupHostID: 70000, PayloadHostID: 70000},
@@ -101,7 +102,7 @@ func TestSessionCloseReportsCgroupLeak(t *testing.T) {
 	}
 	if dir == "" {
 		s.Close()
-		t.Skip("no cgroup on this host")
+		hostcap.Missing(t, hostcap.Cgroup, "the session has no cgroup of its own")
 	}
 	intruder := exec.Command("sleep", "60")
 	if err := intruder.Start(); err != nil {
@@ -115,7 +116,7 @@ func TestSessionCloseReportsCgroupLeak(t *testing.T) {
 	}()
 	if err := writeFile(dir, "cgroup.procs", int64(intruder.Process.Pid)); err != nil {
 		s.Close()
-		t.Skipf("cannot move a process into %s: %v", dir, err)
+		hostcap.Missing(t, hostcap.Cgroup, "cannot move a process into ", dir, ": ", err)
 	}
 	cerr := s.Close()
 	// Move the intruder back out so that the cgroup can go.

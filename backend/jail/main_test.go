@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail/internal/floor"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // testMark is put into the environment of every payload this test binary
@@ -87,11 +88,12 @@ func leftovers() error {
 	return nil
 }
 
-// skipIfUnsupported skips when this host cannot build jails at all.
+// skipIfUnsupported ends the test where this host cannot build jails at
+// all: it skips, or fails under CODEMODE_REQUIRE_ALL=1 (see hostcap).
 func skipIfUnsupported(t testing.TB, err error) {
 	t.Helper()
 	if errors.Is(err, ErrUnsupported) {
-		t.Skipf("namespaces unavailable here: %v", err)
+		hostcap.Missing(t, hostcap.UserNS, err)
 	}
 }
 
@@ -148,7 +150,7 @@ func py(t *testing.T, cfg Config, code string, args ...string) result {
 	t.Helper()
 	bin, err := cfg.Interpreter()
 	if err != nil {
-		t.Skipf("no python: %v", err)
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	return run(t, cfg, Spec{Args: append([]string{bin, "-c", code}, args...)})
 }

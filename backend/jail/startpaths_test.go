@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -71,7 +72,7 @@ func TestSessionHostileCasesOnBothStartPaths(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	secret, err := os.CreateTemp(home, "codemode-jail-secret-*")
 	if err != nil {
-		t.Skipf("cannot write into home: %v", err)
+		hostcap.Missing(t, hostcap.Home, err)
 	}
 	secret.WriteString("secret")
 	secret.Close()
@@ -201,7 +202,7 @@ func templatePython(t *testing.T, cfg Config) (*zygote, int) {
 	c := cfg
 	python, err := c.Interpreter()
 	if err != nil {
-		t.Skip(err)
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	c.Python = python
 	zygotes.Lock()

@@ -6,18 +6,20 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
-// needJail skips where this host cannot build the namespace jail, which a
-// server started with --jail checks and says before it listens.
+// needJail ends the test where this host cannot build the namespace jail
+// (see hostcap.Missing), which a server started with --jail checks and
+// says before it listens.
 func needJail(t *testing.T) {
 	t.Helper()
 	s, err := launch(tempDir(t), nil, "--jail")
 	if err != nil {
 		if strings.Contains(err.Error(), "cannot run here") {
-			t.Skipf("the jail is unavailable here: %v", err)
+			hostcap.Missing(t, hostcap.UserNS, err)
 		}
 		t.Fatal(err)
 	}

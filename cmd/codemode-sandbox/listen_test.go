@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
 func buildServer(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("no /usr/bin/python3")
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	bin := filepath.Join(t.TempDir(), "codemode-sandbox")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

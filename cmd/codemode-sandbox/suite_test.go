@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
@@ -80,7 +81,7 @@ func (b *stdioBackend) Open(ctx context.Context, cfg transport.SessionConfig) (t
 
 func TestSharedSuite(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("no /usr/bin/python3")
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	bin := filepath.Join(t.TempDir(), "codemode-sandbox")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

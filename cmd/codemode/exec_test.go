@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // The CLI re-executes its own binary for the sandbox; in tests that is the
@@ -193,7 +195,7 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 	// With an engine (CI has one), the docker column is read back from it.
-	if os.Getenv("CODEMODE_REQUIRE_DOCKER") == "1" && !strings.Contains(out, "docker session ready") {
+	if hostcap.Required(hostcap.Docker) && !strings.Contains(out, "docker session ready") {
 		t.Errorf("doctor did not start a docker session:\n%s", out)
 	}
 }
@@ -220,8 +222,8 @@ func TestExecDocker(t *testing.T) {
 	if code, _, errs := runCLI(t, "", "exec", "--backend", "jail", "--image", "x", "-c", "pass"); code != 2 || !strings.Contains(errs, "--image is for --backend docker") {
 		t.Errorf("--image with the jail: exit %d, %q", code, errs)
 	}
-	if os.Getenv("DOCKER_HOST") == "" && os.Getenv("CODEMODE_REQUIRE_DOCKER") != "1" {
-		t.Skip("no DOCKER_HOST: set it to an engine's socket and run `make image` to run this test")
+	if os.Getenv("DOCKER_HOST") == "" {
+		hostcap.Missing(t, hostcap.Docker, "DOCKER_HOST is not set")
 	}
 	code, out, errs := runCLI(t, "", "exec", "--backend", "docker", "-c", "import os; x = os.getuid()", "-c", "print(x)")
 	if code != 0 || out != "1000\n" {

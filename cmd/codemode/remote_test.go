@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 var (
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 func listenServer(t *testing.T, secret string) string {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("no /usr/bin/python3")
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	sandboxBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "codemode-cli-test-")

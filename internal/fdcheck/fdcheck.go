@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // Set is the process's open descriptors, each as "number→target".
@@ -13,13 +15,13 @@ import (
 // reused for another pipe does not look like the old one.
 type Set map[string]bool
 
-// Open returns the descriptors open now. It skips t where /proc/self/fd
-// cannot be read.
+// Open returns the descriptors open now. It ends t where /proc/self/fd
+// cannot be read (see hostcap.Missing).
 func Open(t testing.TB) Set {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skip("no /proc/self/fd:", err)
+		hostcap.Missing(t, hostcap.Proc, err)
 	}
 	out := Set{}
 	for _, e := range ents {

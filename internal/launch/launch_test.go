@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/internal/launch"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/transport"
@@ -70,7 +71,7 @@ func (c *child) Kill() error { return syscall.Kill(-c.cmd.Process.Pid, syscall.S
 func needPython3(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("needs /usr/bin/python3: install python3 (apt-get install python3)")
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // hooks are the packages whose init functions take over a re-executed
@@ -60,7 +62,7 @@ func TestHooksImportEarlyPackages(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil {
 			if _, statErr := exec.LookPath("go"); statErr != nil {
-				t.Skipf("the go command is needed to list the hooks' dependencies: %v", statErr)
+				hostcap.Missing(t, hostcap.GoCommand, "to list the hooks' dependencies: ", statErr)
 			}
 			t.Fatalf("go list %s: %v", h, err)
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 const module = "github.com/adk-codemode/codemode"
@@ -63,6 +65,8 @@ var layers = map[string]int{
 	"internal/layering":               10,
 	"internal/apicheck":               10,
 	"internal/release":                10,
+	"internal/maketargets":            10,
+	"internal/hostcap":                11,
 }
 
 // standalone are packages that import no package of this repository
@@ -80,7 +84,7 @@ func TestImportsRunDown(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil {
 			if _, statErr := exec.LookPath("go"); statErr != nil {
-				t.Skipf("the go command is needed to check the package graph: %v", statErr)
+				hostcap.Missing(t, hostcap.GoCommand, "to check the package graph: ", statErr)
 			}
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {

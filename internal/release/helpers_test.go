@@ -9,25 +9,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// unavailable skips the test for want of something it needs, or fails it
-// when CODEMODE_REQUIRE_ALL=1 asks for every test to run.
-func unavailable(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CODEMODE_REQUIRE_ALL") == "1" {
-		t.Fatal(msg + " (CODEMODE_REQUIRE_ALL=1 makes this a failure)")
-	}
-	t.Skip(msg + " (CODEMODE_REQUIRE_ALL=1 makes this a failure)")
-}
+	"github.com/adk-codemode/codemode/internal/hostcap"
+)
 
 // needCommand returns the path of a command the test runs.
 func needCommand(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		unavailable(t, "the %s command is needed on PATH: %v", name, err)
+		capability := hostcap.GoCommand
+		if name != "go" {
+			capability = hostcap.Git
+		}
+		hostcap.Missing(t, capability, fmt.Sprintf("the %s command on PATH: %v", name, err))
 	}
 	return p
 }

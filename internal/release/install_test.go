@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/module"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // testVersion makes up a version for a test release, new on every run, so
@@ -279,7 +281,7 @@ func needProxy(t *testing.T, upstream, query string) {
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "GOMODCACHE="+t.TempDir(), "GOFLAGS=-modcacherw", "GOPROXY="+upstream, "GOWORK=off", "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		unavailable(t, "the test fetches ADK Go and its requirements through the Go module proxy, which the go command cannot reach (GOPROXY=%s): %v\n%s", upstream, err, bytes.TrimSpace(out))
+		hostcap.Missing(t, hostcap.ModuleProxy, fmt.Sprintf("the test fetches ADK Go and its requirements through it, and the go command cannot reach GOPROXY=%s: %v\n%s", upstream, err, bytes.TrimSpace(out)))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -17,7 +18,7 @@ const testPython = "/usr/bin/python3"
 func needPython(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(testPython); err != nil {
-		t.Skip("no", testPython)
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 func paths(files []FileInfo) []string {
@@ -43,7 +45,7 @@ func trackerModes(t *testing.T, f func(t *testing.T, root string, tr *Tracker)) 
 			case mode == "walk":
 				tr.stopWatching()
 			case tr.in < 0:
-				t.Skip("inotify is unavailable here")
+				hostcap.Missing(t, hostcap.Inotify, "the tracker could not start one")
 			}
 			f(t, root, tr)
 		})
@@ -154,7 +156,7 @@ func TestTrackerOverflowFallsBackToWalk(t *testing.T) {
 	root := t.TempDir()
 	tr := newTracker(root, 100_000)
 	if tr.in < 0 {
-		t.Skip("inotify is unavailable here")
+		hostcap.Missing(t, hostcap.Inotify, "the tracker could not start one")
 	}
 	write(t, root, "a.txt", "a")
 	tr.Baseline()
@@ -181,7 +183,7 @@ func TestTrackerTooManyDirectories(t *testing.T) {
 	root := t.TempDir()
 	tr := newTracker(root, 100_000)
 	if tr.in < 0 {
-		t.Skip("inotify is unavailable here")
+		hostcap.Missing(t, hostcap.Inotify, "the tracker could not start one")
 	}
 	tr.Baseline()
 	for i := range maxWatches + 1 {
@@ -216,7 +218,7 @@ func BenchmarkChangedAfterBlock10k(b *testing.B) {
 			if mode == "walk" {
 				tr.stopWatching()
 			} else if tr.in < 0 {
-				b.Skip("inotify is unavailable here")
+				hostcap.Missing(b, hostcap.Inotify, "the tracker could not start one")
 			}
 			tr.Baseline()
 			target := filepath.Join(root, "d42/f042.txt")

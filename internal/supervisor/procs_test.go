@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 const testPython = "/usr/bin/python3"
@@ -15,7 +17,7 @@ const testPython = "/usr/bin/python3"
 func needPython(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(testPython); err != nil {
-		t.Skip("no", testPython)
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 }
 

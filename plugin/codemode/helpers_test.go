@@ -27,6 +27,7 @@ import (
 	"google.golang.org/adk/v2/tool/functiontool"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -213,8 +214,8 @@ func outputs(evs []*session.Event) []map[string]any {
 	return out
 }
 
-// testBackend returns the jail, skipping the test where namespaces are
-// unavailable.
+// testBackend returns the jail; where namespaces are unavailable it skips
+// the test, or fails it under CODEMODE_REQUIRE_ALL=1 (see hostcap).
 func testBackend(t *testing.T) transport.Backend {
 	t.Helper()
 	b := &jail.Backend{}
@@ -228,7 +229,7 @@ func testBackend(t *testing.T) transport.Backend {
 		jailErr = err
 	})
 	if errors.Is(jailErr, jail.ErrUnsupported) {
-		t.Skipf("the jail is unavailable here: %v", jailErr)
+		hostcap.Missing(t, hostcap.UserNS, jailErr)
 	}
 	if jailErr != nil {
 		t.Fatalf("the jail does not start: %v", jailErr)

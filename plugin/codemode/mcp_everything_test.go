@@ -14,6 +14,8 @@ import (
 
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/mcptoolset"
+
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // The MCP reference server from npm, at a pinned version, run over stdio.
@@ -68,12 +70,8 @@ func everythingServer(t *testing.T) string {
 		}
 	})
 	if everythingErr != "" {
-		msg := "the MCP reference server is not available (" + everythingErr + "); install it with\n\tnpm install --prefix " +
-			dir + " " + everythingPackage + "@" + everythingVersion + "\nor point CODEMODE_MCP_EVERYTHING_DIR at such an install"
-		if os.Getenv("CODEMODE_REQUIRE_ALL") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		hostcap.Missing(t, hostcap.NPM, "the MCP reference server: "+everythingErr+"; install it with\n\tnpm install --prefix "+
+			dir+" "+everythingPackage+"@"+everythingVersion+"\nor point CODEMODE_MCP_EVERYTHING_DIR at such an install")
 	}
 	return main
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // TestTurnThroughRemoteBackend runs a turn whose code calls tools through
@@ -23,7 +24,7 @@ import (
 // started for the session and gone after it.
 func TestTurnThroughRemoteBackend(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("no /usr/bin/python3")
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "codemode-sandbox")

@@ -1,9 +1,14 @@
 // Package transporttest is the shared test suite of the [transport.Backend]
-// contract. Every backend runs it from its own tests:
+// contract. Every backend runs it from its own tests, as backend/jail does:
 //
 //	func TestBackend(t *testing.T) {
-//		transporttest.Run(t, func(t *testing.T) transport.Backend { return &jail.Backend{} })
+//		transporttest.Run(t, func(t *testing.T) transport.Backend { return &jail.Backend{} },
+//			transporttest.Options{Isolated: true})
 //	}
+//
+// [Options] say what the backend promises beyond the contract: the jail is
+// a sandbox, so it passes Isolated; a plain process backend passes the zero
+// value.
 //
 // The suite starts real sessions with a real Python interpreter and checks
 // what a caller relies on: state across blocks, output capture (including

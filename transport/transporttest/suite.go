@@ -20,15 +20,18 @@ import (
 type NewBackend func(t *testing.T) transport.Backend
 
 // Options say what the backend under test promises beyond the contract.
+// The zero value is a plain process backend's: no more than the contract.
 type Options struct {
 	// Isolated: the backend is a sandbox, so the files it is given are
-	// read-only to the code even when the host runs as root.
+	// read-only to the code even when the host runs as root, and a fork
+	// bomb meets its task limit (a plain process gets a bounded one).
 	Isolated bool
 }
 
-// Run runs the whole suite against the backend that newBackend returns.
+// Run runs the whole suite against the backend that newBackend returns,
+// holding it to what opts say it promises. Its subtests run in parallel;
+// Run may be called from several tests, with different options, at once.
 func Run(t *testing.T, newBackend NewBackend, opts Options) {
-	isolated = opts.Isolated
 	tests := []struct {
 		name string
 		fn   func(*testing.T, NewBackend)
@@ -50,11 +53,11 @@ func Run(t *testing.T, newBackend NewBackend, opts Options) {
 		{"OutputBound", testOutputBound},
 		{"WorkspaceFiles", testWorkspaceFiles},
 		{"WorkerCrash", testWorkerCrash},
-		{"Files", testFiles},
+		{"Files", func(t *testing.T, nb NewBackend) { testFiles(t, nb, opts.Isolated) }},
 		{"Close", testClose},
 		{"ForkedChildExits", testForkedChildExits},
 		{"ForkedChildrenReturn", testForkedChildrenReturn},
-		{"ForkBomb", testForkBomb},
+		{"ForkBomb", func(t *testing.T, nb NewBackend) { testForkBomb(t, nb, opts.Isolated) }},
 		{"LateInterrupt", testLateInterrupt},
 		{"InterruptAfterTheBlock", testInterruptAfterTheBlock},
 		{"EarlierBlocksThreads", testEarlierBlocksThreads},
@@ -67,8 +70,6 @@ func Run(t *testing.T, newBackend NewBackend, opts Options) {
 		})
 	}
 }
-
-var isolated bool
 
 // open starts a session that is closed when the test ends.
 func open(t *testing.T, nb NewBackend, cfg transport.SessionConfig) transport.Session {
@@ -603,7 +604,10 @@ func testWorkerCrash(t *testing.T, nb NewBackend) {
 	wantOK(t, run(t, s, "pass"))
 }
 
-func testFiles(t *testing.T, nb NewBackend) {
+// testFiles: the files of the session config are importable and
+// read-only; a backend that is not isolated may let code write next to
+// them.
+func testFiles(t *testing.T, nb NewBackend, isolated bool) {
 	files := map[string][]byte{
 		"tools/__init__.py":   []byte("from .greet import greet\n"),
 		"tools/greet.py":      []byte("from codemode_runtime import call\ndef greet(*, name):\n    return call('greet', {'name': name})\n"),
@@ -703,7 +707,7 @@ func testForkedChildrenReturn(t *testing.T, nb NewBackend) {
 // testForkBomb: a fork bomb ends with its block, and the next block runs
 // and is reported as run. Only isolated backends get a real one; the others
 // get a bounded tree of children that fork and fall back into the runner.
-func testForkBomb(t *testing.T, nb NewBackend) {
+func testForkBomb(t *testing.T, nb NewBackend, isolated bool) {
 	s := open(t, nb, transport.SessionConfig{})
 	code := "import os\nfor _ in range(4):\n    os.fork()\n    os.fork()\nraise SystemExit(3)"
 	if isolated {

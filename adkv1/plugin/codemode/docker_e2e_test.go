@@ -14,13 +14,15 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/adk-codemode/codemode/backend/docker"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // TestTurnThroughDockerBackend runs a turn whose code calls tools through
 // the Docker backend: the tools package travels in the files preamble to
 // a fresh container of the engine at DOCKER_HOST, which is gone after the
 // turn. Without an engine and the image it skips, saying how to run it;
-// CODEMODE_REQUIRE_DOCKER=1 makes that a failure.
+// CODEMODE_REQUIRE_ALL=1 or CODEMODE_REQUIRE_DOCKER=1 makes that a failure
+// (see hostcap).
 func TestTurnThroughDockerBackend(t *testing.T) {
 	b, err := docker.New(docker.Config{Image: os.Getenv("CODEMODE_DOCKER_IMAGE")})
 	if err != nil {
@@ -30,11 +32,7 @@ func TestTurnThroughDockerBackend(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if _, err := b.Enforced(ctx); err != nil {
-		msg := fmt.Sprintf("no Docker engine with the sandbox image: %v\nto run this test, set DOCKER_HOST to an engine's socket and run `make image`", err)
-		if os.Getenv("CODEMODE_REQUIRE_DOCKER") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		hostcap.Missing(t, hostcap.Docker, err)
 	}
 	m := newScript().on("weather?",
 		run(`from tools import get_weather, convert_temperature

@@ -39,6 +39,7 @@ import (
 
 	"github.com/adk-codemode/codemode/adkv1/plugin/codemode"
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -381,7 +382,8 @@ func reply(parts ...*genai.Part) *genai.GenerateContentResponse {
 	}
 }
 
-// geminiJail returns the jail, skipping the test where it cannot run.
+// geminiJail returns the jail; where it cannot run, it ends the test (see
+// hostcap.Missing).
 func geminiJail(t *testing.T) transport.Backend {
 	t.Helper()
 	b := &jail.Backend{}
@@ -389,7 +391,7 @@ func geminiJail(t *testing.T) transport.Backend {
 	defer cancel()
 	s, err := b.Open(ctx, transport.SessionConfig{})
 	if errors.Is(err, jail.ErrUnsupported) {
-		t.Skipf("the jail is unavailable here: %v", err)
+		hostcap.Missing(t, hostcap.UserNS, err)
 	}
 	if err != nil {
 		t.Fatalf("the jail does not start: %v", err)

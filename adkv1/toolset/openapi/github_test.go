@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/render"
 )
 
@@ -72,12 +73,8 @@ func githubDescription(tb testing.TB) []byte {
 		}
 	})
 	if githubErr != "" {
-		msg := "GitHub's REST description is not available (" + githubErr + "); install it with\n\tnpm install --prefix " +
-			octokitDir() + " " + octokitPackage + "@" + octokitVersion + "\nor point CODEMODE_OCTOKIT_DIR at such an install"
-		if os.Getenv("CODEMODE_REQUIRE_ALL") == "1" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
+		hostcap.Missing(tb, hostcap.NPM, "GitHub's REST description: "+githubErr+"; install it with\n\tnpm install --prefix "+
+			octokitDir()+" "+octokitPackage+"@"+octokitVersion+"\nor point CODEMODE_OCTOKIT_DIR at such an install")
 	}
 	return githubData
 }

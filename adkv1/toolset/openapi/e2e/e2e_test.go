@@ -10,7 +10,6 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +29,7 @@ import (
 	"github.com/adk-codemode/codemode/adkv1/plugin/codemode"
 	"github.com/adk-codemode/codemode/adkv1/toolset/openapi"
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -64,14 +64,15 @@ func (m *oneBlockModel) GenerateContent(_ context.Context, req *model.LLMRequest
 	}
 }
 
-// requireJail skips the test where the jail cannot run.
+// requireJail ends the test where the jail cannot run (see
+// hostcap.Missing).
 func requireJail(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	s, err := (&jail.Backend{}).Open(ctx, transport.SessionConfig{})
-	if errors.Is(err, jail.ErrUnsupported) && os.Getenv("CODEMODE_REQUIRE_ALL") != "1" {
-		t.Skipf("the jail is unavailable here (CODEMODE_REQUIRE_ALL=1 makes this a failure): %v", err)
+	if errors.Is(err, jail.ErrUnsupported) {
+		hostcap.Missing(t, hostcap.UserNS, err)
 	}
 	if err != nil {
 		t.Fatalf("the jail does not start: %v", err)
