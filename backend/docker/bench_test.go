@@ -10,8 +10,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/adk-codemode/codemode/backend/docker"
+	"github.com/adk-codemode/codemode/internal/sessionbench"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
 // dockerRunPass is `docker run --rm IMAGE python3 -c pass` through the
@@ -73,9 +73,9 @@ func BenchmarkSessionColdStart(b *testing.B) {
 		_ = s.Close()
 		b.StartTimer()
 	}
-	mb, ms := transporttest.Median(bare), transporttest.Median(sess)
-	b.ReportMetric(transporttest.Millis(mb), "docker-run-ms")
-	b.ReportMetric(transporttest.Millis(ms), "session-ms")
+	mb, ms := sessionbench.Median(bare), sessionbench.Median(sess)
+	b.ReportMetric(sessionbench.Millis(mb), "docker-run-ms")
+	b.ReportMetric(sessionbench.Millis(ms), "session-ms")
 	b.ReportMetric(float64(ms)/float64(mb), "ratio")
 }
 
@@ -109,7 +109,7 @@ func BenchmarkSessionStartPooled(b *testing.B) {
 		_ = s.Close()
 		b.StartTimer()
 	}
-	b.ReportMetric(transporttest.Millis(transporttest.Median(lat)), "median-ms")
+	b.ReportMetric(sessionbench.Millis(sessionbench.Median(lat)), "median-ms")
 }
 
 // BenchmarkWarmPrint runs print(1) blocks in one warm session.
@@ -119,16 +119,16 @@ func BenchmarkWarmPrint(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	transporttest.BenchWarmPrint(b, s)
+	sessionbench.BenchWarmPrint(b, s)
 }
 
 // BenchmarkToolCall makes no-op tool calls from Python in the container to
 // a Go handler on the host and back; Python times each call.
 func BenchmarkToolCall(b *testing.B) {
-	s, err := engine(b, docker.Config{}).Open(context.Background(), transport.SessionConfig{Tools: transporttest.NoopTools})
+	s, err := engine(b, docker.Config{}).Open(context.Background(), transport.SessionConfig{Tools: sessionbench.NoopTools})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	transporttest.BenchToolCall(b, s)
+	sessionbench.BenchToolCall(b, s)
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/sessionbench"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
 // BenchmarkSessionColdStart opens a jailed session with no pool and no
@@ -52,13 +52,13 @@ var startPaths = []struct {
 	{"cold", false, func() *jail.Backend { return &jail.Backend{Cold: true} }},
 }
 
-// benchOpenVsBare is transporttest.BenchOpenVsBare with be's interpreter.
+// benchOpenVsBare is sessionbench.BenchOpenVsBare with be's interpreter.
 func benchOpenVsBare(b *testing.B, be *jail.Backend, open transport.Backend, between func()) {
 	py, err := be.Config.Interpreter()
 	if err != nil {
 		b.Skip(err)
 	}
-	transporttest.BenchOpenVsBare(b, py, open, between)
+	sessionbench.BenchOpenVsBare(b, py, open, between)
 }
 
 // BenchmarkWarmPrint runs print(1) blocks in one warm session.
@@ -68,18 +68,18 @@ func BenchmarkWarmPrint(b *testing.B) {
 		b.Skip(err)
 	}
 	defer s.Close()
-	transporttest.BenchWarmPrint(b, s)
+	sessionbench.BenchWarmPrint(b, s)
 }
 
 // BenchmarkToolCall makes no-op tool calls from Python to a Go handler and
 // back; Python times each call.
 func BenchmarkToolCall(b *testing.B) {
-	s, err := (&jail.Backend{}).Open(context.Background(), transport.SessionConfig{Tools: transporttest.NoopTools})
+	s, err := (&jail.Backend{}).Open(context.Background(), transport.SessionConfig{Tools: sessionbench.NoopTools})
 	if err != nil {
 		b.Skip(err)
 	}
 	defer s.Close()
-	transporttest.BenchToolCall(b, s)
+	sessionbench.BenchToolCall(b, s)
 }
 
 // BenchmarkSessionMemory reports the unique set size (private clean and

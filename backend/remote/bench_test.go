@@ -14,9 +14,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/internal/sessionbench"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
 // echo is a raw gorilla/websocket echo server on 127.0.0.1 and a client
@@ -95,14 +95,14 @@ func BenchmarkWarmPrint(b *testing.B) {
 	e := newEcho(b, frameSize(&wire.RunFrame{ID: "b1", Code: "print(1)", GraceMS: 1000}))
 	var lat, floor, pipes []time.Duration
 	for b.Loop() {
-		lat = append(lat, transporttest.ExecPrint(b, s))
+		lat = append(lat, sessionbench.ExecPrint(b, s))
 		floor = append(floor, e.roundTrip(b))
-		pipes = append(pipes, transporttest.ExecPrint(b, st))
+		pipes = append(pipes, sessionbench.ExecPrint(b, st))
 	}
-	b.ReportMetric(transporttest.Micros(transporttest.Median(lat)), "median-µs")
-	b.ReportMetric(transporttest.Micros(transporttest.Median(floor)), "echo-µs")
-	b.ReportMetric(transporttest.Micros(transporttest.Median(pipes)), "stdio-µs")
-	b.ReportMetric(float64(transporttest.Median(lat))/float64(transporttest.Median(floor)), "ratio")
+	b.ReportMetric(sessionbench.Micros(sessionbench.Median(lat)), "median-µs")
+	b.ReportMetric(sessionbench.Micros(sessionbench.Median(floor)), "echo-µs")
+	b.ReportMetric(sessionbench.Micros(sessionbench.Median(pipes)), "stdio-µs")
+	b.ReportMetric(float64(sessionbench.Median(lat))/float64(sessionbench.Median(floor)), "ratio")
 }
 
 // BenchmarkToolCall makes no-op tool calls from Python, timed by Python,
@@ -110,7 +110,7 @@ func BenchmarkWarmPrint(b *testing.B) {
 // before and after, and the same calls through the same server on its
 // standard streams.
 func BenchmarkToolCall(b *testing.B) {
-	noop := transporttest.NoopTools
+	noop := sessionbench.NoopTools
 	s := benchSession(b, noop)
 	e := newEcho(b, frameSize(&wire.ToolCallFrame{ID: "c0123456789abcdef", Block: "b1", Name: "noop", Args: map[string]any{}}))
 	var floor []time.Duration
@@ -118,15 +118,15 @@ func BenchmarkToolCall(b *testing.B) {
 		floor = append(floor, e.roundTrip(b))
 	}
 	b.ResetTimer()
-	med, _ := transporttest.ToolCalls(b, s, b.N)
+	med, _ := sessionbench.ToolCalls(b, s, b.N)
 	b.StopTimer()
 	for range max(b.N, 100) {
 		floor = append(floor, e.roundTrip(b))
 	}
 	st := openStdio(b, nil, noop)
 	defer st.Close()
-	fl := transporttest.Micros(transporttest.Median(floor))
-	stdioMed, _ := transporttest.ToolCalls(b, st, b.N)
+	fl := sessionbench.Micros(sessionbench.Median(floor))
+	stdioMed, _ := sessionbench.ToolCalls(b, st, b.N)
 	b.ReportMetric(med, "median-µs")
 	b.ReportMetric(fl, "echo-µs")
 	b.ReportMetric(stdioMed, "stdio-µs")
@@ -169,9 +169,9 @@ func BenchmarkSessionStart(b *testing.B) {
 		stdio = append(stdio, time.Since(t0))
 		s.Close()
 	}
-	b.ReportMetric(transporttest.Millis(transporttest.Median(warm)), "listening-ms")
-	b.ReportMetric(transporttest.Millis(transporttest.Median(cold)), "spawned-ms")
-	b.ReportMetric(transporttest.Millis(transporttest.Median(stdio)), "stdio-ms")
+	b.ReportMetric(sessionbench.Millis(sessionbench.Median(warm)), "listening-ms")
+	b.ReportMetric(sessionbench.Millis(sessionbench.Median(cold)), "spawned-ms")
+	b.ReportMetric(sessionbench.Millis(sessionbench.Median(stdio)), "stdio-ms")
 }
 
 func openRemote(b *testing.B, url string, files map[string][]byte) transport.Session {

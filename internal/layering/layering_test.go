@@ -55,6 +55,7 @@ var layers = map[string]int{
 	"internal/launch":                 6,
 	"internal/server":                 7,
 	"transport/transporttest":         7,
+	"internal/sessionbench":           8,
 	"internal/wsproto":                7,
 	"internal/wire":                   8,
 	"transport":                       9,

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/sessionbench"
 	"github.com/adk-codemode/codemode/render"
 	"github.com/adk-codemode/codemode/transport"
-	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
 // BenchmarkJailColdStartInADKProgram is BenchmarkSessionColdStart of
@@ -48,7 +48,7 @@ func BenchmarkJailColdStartInADKProgram(b *testing.B) {
 				b.Skipf("no template: %v", err)
 			}
 			s.Close()
-			transporttest.BenchOpenVsBare(b, py, be, nil)
+			sessionbench.BenchOpenVsBare(b, py, be, nil)
 		})
 	}
 }
@@ -103,7 +103,7 @@ func BenchmarkSearchInSandbox(b *testing.B) {
 			times = append(times, time.Duration(ns))
 		}
 	}
-	b.ReportMetric(float64(transporttest.Median(times).Microseconds())/1000, "search-median-ms")
+	b.ReportMetric(float64(sessionbench.Median(times).Microseconds())/1000, "search-median-ms")
 	b.ReportMetric(float64(load.Microseconds())/1000, "index-load-ms")
 	b.ReportMetric(float64(len(s.files[render.DiscoveryIndex]))/1024, "index-KiB")
 }

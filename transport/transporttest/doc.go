@@ -16,8 +16,4 @@
 // tool calls (concurrent, failing, cancelled), timeouts that keep state,
 // resets after the grace period, output bounds, workspace files, worker
 // crashes and Close.
-//
-// It also holds the helpers of the benchmarks every backend runs
-// ([BenchWarmPrint], [BenchToolCall], [ToolCalls], [Median]), so that
-// their figures in docs/benchmarks.md measure the same thing.
 package transporttest

@@ -1,4 +1,4 @@
-package transporttest
+package sessionbench
 
 import (
 	"context"
@@ -12,9 +12,6 @@ import (
 
 	"github.com/adk-codemode/codemode/transport"
 )
-
-// The benchmarks every backend runs share these helpers, so that their
-// figures in docs/benchmarks.md measure the same thing.
 
 // Median is the median of ds (the upper one of an even count).
 func Median(ds []time.Duration) time.Duration {
