@@ -1,6 +1,6 @@
 // Package maketargets holds the Makefile's lists of packages, and the lint
-// configuration, to what the tree holds, so that a target cannot pass while it skips part of its work.
-// It has no code, only tests:
+// configuration, to what the tree holds, so that a target cannot pass while
+// it skips part of its work. It has no code, only tests:
 //
 //   - make fuzz runs every fuzz target of every module, and only targets
 //     that exist: a line that names a missing target fuzzes nothing and
