@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
@@ -581,5 +584,93 @@ print(res)
 	}
 	if fx.count("during") != 1 || fx.count("delete:a") != 1 {
 		t.Errorf("side effects %v, want each once", fx.n)
+	}
+}
+
+// TestApprovalCallIDsNeverRepeat: the tool calls of a block that pauses
+// twice for approval, resuming first under the execute_code call ADK runs
+// again and then under one the plugin makes for the second request, each
+// get an id of their own, the same every time the one call runs (a call
+// that asked for confirmation runs again with its id), and their saved
+// results one artifact each, at version 1.
+func TestApprovalCallIDsNeverRepeat(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string][]string{} // call id → what ran under it
+	note := func(id, what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[id] = append(seen[id], what)
+	}
+	fx := &sideEffects{n: map[string]int{}}
+	tools := approvalTools(t, fx)
+	before := func(ctx agent.Context, tl tool.Tool, args map[string]any) (map[string]any, error) {
+		if tl.Name() != ToolName { // the calls from code, not execute_code's own
+			note(ctx.FunctionCallID(), fmt.Sprintf("%s%v approved=%v", tl.Name(), args, ctx.ToolConfirmation() != nil))
+		}
+		return nil, nil
+	}
+	code := `from tools import record, send_money, delete_file
+record(label="one")
+record(label="two")
+send_money(amount=5)
+record(label="three")
+delete_file(path="a")
+record(label="four")
+print("done")
+`
+	svc := artifact.InMemoryService()
+	fc := fixtureConfig{cfg: Config{Tools: tools}, artifacts: svc, model: &approvalModel{code: map[string]string{"go": code}}}
+	fc.agent.BeforeToolCallbacks = []llmagent.BeforeToolCallback{before}
+	f := newFixture(t, nil, fc)
+	ctx := t.Context()
+	first := onlyConfirmation(t, f.turn(ctx, "s1", "go"))
+	second := onlyConfirmation(t, f.answer(ctx, "s1", first, true))
+	out := lastOutput(t, f.answer(ctx, "s1", second, true))
+	if out["stdout"] != "done\n" {
+		t.Fatalf("stdout %q, stderr %q", out["stdout"], out["stderr"])
+	}
+
+	// Every run of a tool is under its call's own id; the two that asked
+	// for confirmation ran twice under theirs, once asking, once approved.
+	want := map[string]int{"record": 4, "send_money": 2, "delete_file": 2}
+	got := map[string]int{}
+	for id, runs := range seen {
+		if !strings.HasPrefix(id, "codemode-") {
+			t.Errorf("call id %q: want a Code Mode id", id)
+		}
+		name := runs[0][:strings.Index(runs[0], "map[")]
+		got[name] += len(runs)
+		switch {
+		case name == "record" && len(runs) != 1:
+			t.Errorf("call id %s was given to %d calls: %v", id, len(runs), runs)
+		case name != "record" && (len(runs) != 2 || !strings.HasSuffix(runs[0], "approved=false") || !strings.HasSuffix(runs[1], "approved=true")):
+			t.Errorf("call id %s: %v, want the call asking and then approved, under the one id", id, runs)
+		}
+	}
+	if !maps.Equal(got, want) || len(seen) != 6 {
+		t.Errorf("runs by tool %v under %d ids, want %v under 6 (every call its own id): %v", got, len(seen), want, seen)
+	}
+
+	// Each call's result is an artifact of its own, saved once.
+	resp, err := svc.List(ctx, &artifact.ListRequest{AppName: "test", UserID: "user", SessionID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, name := range resp.FileNames {
+		if !strings.HasPrefix(name, "codemode-tool-") {
+			continue
+		}
+		results = append(results, name)
+		versions, err := svc.Versions(ctx, &artifact.VersionsRequest{AppName: "test", UserID: "user", SessionID: "s1", FileName: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(versions.Versions) != 1 {
+			t.Errorf("artifact %s has versions %v: two calls saved under one name", name, versions.Versions)
+		}
+	}
+	if len(results) != 6 {
+		t.Errorf("tool-result artifacts %v, want one for each of the 6 calls", results)
 	}
 }

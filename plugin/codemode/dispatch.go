@@ -68,7 +68,7 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	if !ok {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
-	res, req := h.dispatchOnce(ctx, f, st, call, nil)
+	res, req := h.dispatchOnce(ctx, f, st, call)
 	if req == nil {
 		return res
 	}
@@ -77,23 +77,27 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 
 // dispatchOnce runs one tool call while the block's execute_code call is
 // attached: it waits while the block is paused for approval, and counts
-// as a call in flight, so the block pauses only once it ends. conf is the
-// person's answer when the call runs again after approval. It returns the
-// request when the tool asked for confirmation.
-func (h handler) dispatchOnce(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+// as a call in flight, so the block pauses only once it ends. It returns
+// the request when the tool asked for confirmation.
+func (h handler) dispatchOnce(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall) (transport.ToolResult, *approvalRequest) {
 	if res, ok := f.enter(ctx); !ok {
 		return res, nil
 	}
-	return h.dispatchHeld(ctx, f, st, call, conf)
+	return h.dispatchHeld(ctx, f, st, call, "", nil)
 }
 
 // dispatchHeld is dispatchOnce for a call already counted in flight; it
-// ends the count.
-func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+// ends the count. id and conf are the call's function call id and the
+// person's answer when it runs again after approval; a new call, with no
+// id, gets the block's next one.
+func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, id string, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
 	defer f.leave()
 	exec := h.t.current()
 	if exec == nil {
 		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.name), nil
+	}
+	if id == "" {
+		id = f.nextCallID(exec.id)
 	}
 	limit := h.e.cfg.ToolTimeout
 	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
@@ -101,7 +105,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, c
 	}
 	ctl := &callControl{}
 	if limit <= 0 {
-		return h.e.callTool(ctx, exec, st, call.Args, ctl, conf)
+		return h.e.callTool(ctx, exec, st, id, call.Args, ctl, conf)
 	}
 	// Abandoned calls still running count against the sandbox's bound on
 	// calls in flight, which no longer sees them.
@@ -128,7 +132,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, c
 			}
 			ctl.finish(exec, &h.t.abandoned)
 		}()
-		res, req := h.e.callTool(ctx, exec, st, call.Args, ctl, conf)
+		res, req := h.e.callTool(ctx, exec, st, id, call.Args, ctl, conf)
 		done <- outcome{res, req}
 	}()
 	select {
@@ -192,8 +196,9 @@ const maxAbandonedCalls = 64
 // one: arguments validated, then the tool through its callbacks ([chain]),
 // then what code cannot honour refused, then the result shaped for Python.
 // A call that asked for confirmation returns the request instead of a
-// result; conf is the approval when it runs again.
-func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, args map[string]any, ctl *callControl, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+// result; conf is the approval when it runs again. id is the call's
+// function call id.
+func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, id string, args map[string]any, ctl *callControl, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
 	args, naming, err := st.prepareArgs(args)
 	if err != nil {
 		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}, nil
@@ -202,7 +207,7 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	if err != nil {
 		return errorResult(st.name, err), nil
 	}
-	tc := newCallContext(ctx, exec, exec.nextID(), ctl)
+	tc := newCallContext(ctx, exec, id, ctl)
 	var run agent.Context = tc
 	if conf != nil {
 		run = confirmedContext{callContext: tc, conf: conf}

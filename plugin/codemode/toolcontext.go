@@ -25,7 +25,6 @@ type execCall struct {
 	id     string // execute_code's function call id
 
 	mu     sync.Mutex
-	n      int
 	closed bool             // the execute_code call returned; late effects are dropped
 	delta  map[string]int64 // artifacts saved during the call: name → highest version
 }
@@ -90,14 +89,6 @@ func (c *execCall) saveFor(ctx context.Context, ctl *callControl, name string, p
 
 // hasArtifacts says whether the execute_code call can save artifacts.
 func (c *execCall) hasArtifacts() bool { return artifactsOf(c.parent) != nil }
-
-// nextID returns the synthetic function call id of the next tool call.
-func (c *execCall) nextID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n++
-	return "codemode-" + c.id + "-" + itoa(c.n)
-}
 
 // callContext is the ADK tool context of one tool call made from code. It
 // reads through to the execute_code call's context, keeps its own actions,

@@ -60,6 +60,7 @@ const deniedType = "ToolDeniedError"
 // waits for the answer.
 type approvalRequest struct {
 	tool   string // the tool's name in the tools package
+	callID string // the call's function call id, which it keeps when it runs again
 	args   map[string]any
 	conf   toolconfirmation.ToolConfirmation // the hint and payload the tool gave
 	answer chan *toolconfirmation.ToolConfirmation
@@ -84,7 +85,7 @@ func confirmationRequest(tc *callContext, st *surfaceTool, args map[string]any) 
 		conf = reqs[keys[0]]
 	}
 	conf.Confirmed = false
-	return &approvalRequest{tool: st.name, args: args, conf: conf, answer: make(chan *toolconfirmation.ToolConfirmation, 1)}, true
+	return &approvalRequest{tool: st.name, callID: tc.id, args: args, conf: conf, answer: make(chan *toolconfirmation.ToolConfirmation, 1)}, true
 }
 
 // confirmedContext is a tool call's context when it runs again with the
@@ -111,7 +112,7 @@ func (h handler) approved(ctx context.Context, f *flight, st *surfaceTool, call 
 		return transport.ToolResult{Err: &transport.ToolError{Type: deniedType,
 			Message: fmt.Sprintf("tool %s was not run: the person asked to approve the call declined it", st.name)}}
 	}
-	res, again := h.dispatchHeld(ctx, f, st, call, conf)
+	res, again := h.dispatchHeld(ctx, f, st, call, req.callID, conf)
 	if again != nil {
 		return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.name)
 	}
@@ -127,6 +128,7 @@ type flight struct {
 	clock  *runClock
 
 	mu      sync.Mutex
+	calls   int           // tool calls the block made, which number their ids
 	changed chan struct{} // closed and replaced on every change
 	active  int           // tool calls running on the host
 	queue   []*approvalRequest
@@ -171,6 +173,19 @@ func (f *flight) leave() {
 	f.active--
 	f.notifyLocked()
 	f.mu.Unlock()
+}
+
+// nextCallID returns the function call id of the block's next tool call,
+// under execID, the id of the execute_code call it runs for. The block
+// numbers its calls itself: when it resumes after an approval, under an
+// execute_code call that ADK runs again with the same id, or under one the
+// plugin makes for a second request, its calls go on where they were, so
+// that no two calls of an invocation share an id.
+func (f *flight) nextCallID(execID string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return "codemode-" + execID + "-" + itoa(f.calls)
 }
 
 // ask queues req and waits for the person's answer.

@@ -21,11 +21,11 @@ import (
 //	<artifact_name>.json           a tool result saved with artifact_name
 //	<escaped path>                 a workspace file; see WorkspaceArtifactName
 //
-// <call> is the execute_code function call id and <n> the tool call's
-// sequence number within that execute_code call, both reduced to
-// [A-Za-z0-9_.-]. Names that start with
-// ReservedPrefix belong to Code Mode: save_artifact refuses them, and a
-// workspace file is never saved under one.
+// <call> is the execute_code function call id and, for a tool result,
+// <n> the tool call's number among the calls of its block, which goes on
+// across a pause for approval; both are reduced to [A-Za-z0-9_.-]. Names
+// that start with ReservedPrefix belong to Code Mode: save_artifact
+// refuses them, and a workspace file is never saved under one.
 const ReservedPrefix = "codemode-"
 
 // ToolResultMIMEType is the MIME type of every tool-result artifact, and
