@@ -6,10 +6,11 @@ BENCHTIME ?= 2000x
 # golangci-lint is pinned; `go run` builds it once into the build cache.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-# The repository's Go modules: the root (the core and the ADK Go v2
-# adapters) and the ADK Go v1 adapters (adkv1), which cannot share a module
-# with v2 (docs/adk-versions.md). adkv1 builds against the root in this
-# tree through adkv1/go.work.
+# The Go modules built, linted and tested together: the root (the core and
+# the ADK Go v2 adapters) and the ADK Go v1 adapters (adkv1), which cannot
+# share a module with v2 (docs/adk-versions.md). adkv1 builds against the
+# root in this tree through adkv1/go.work. deploy, a module of its own, is
+# tested by make test and tidied by make tidy.
 MODULES ?= . adkv1
 
 .PHONY: demo demo-v1 test lint fmt vet bench fuzz golden tidy build soak image generate release
@@ -29,7 +30,7 @@ test: lint
 	CODEMODE_JAIL_START=cold $(GO) test -race -count=1 -shuffle=on -timeout 30m ./backend/jail/...
 	cd deploy && $(GO) test -count=1 ./...
 
-## lint: gofmt, go vet (also for macOS, where the library must build) and golangci-lint (.golangci.yml), in every module
+## lint: gofmt, go vet (also for macOS, where the library must build) and golangci-lint (.golangci.yml), in the root and adkv1 modules
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@set -e; for m in $(MODULES); do echo "== lint in $$m"; (cd $$m && $(GO) vet $(PKGS) && GOOS=darwin $(GO) vet $(PKGS) && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml $(PKGS)); done

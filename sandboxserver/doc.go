@@ -3,10 +3,11 @@
 // and owns the session's persistent Python worker.
 //
 // [Serve] serves a session over a pair of streams, such as a container's
-// standard input and output; the codemode-sandbox command (cmd/) runs it
-// that way, or over a WebSocket with --listen, and is what the Docker and
-// remote backends talk to. A program that builds its own sandbox image,
-// or its own way of reaching one, can run Serve instead.
+// standard input and output. The codemode-sandbox command
+// (cmd/codemode-sandbox) runs the same server that way, or over a
+// WebSocket with --listen, and is what the Docker and remote backends talk
+// to. A program that builds its own sandbox image, or its own way of
+// reaching one, can run Serve instead.
 //
 // The server starts the interpreter once per session with an embedded
 // runner, so nothing is installed in the sandbox, and keeps it for the

@@ -16,4 +16,11 @@
 // writes the tools package that the session sends to --files, and exits
 // when that session ends. Either way it kills every process the session
 // started before it exits.
+//
+// With --files-over-stdin it first reads the tools package from a preamble
+// on standard input and writes it to --files (the Docker backend runs it
+// so). With --listen --jail each session's worker runs in the namespace
+// jail (backend/jail's Backend.ServeSession), where the container lets the
+// server make user namespaces, and the server logs once, at start, what a
+// jail here enforces.
 package main

@@ -5,6 +5,7 @@
 //	codemode doctor   show what this host can enforce
 //	codemode stubs    generate the Python tools package from declarations
 //	codemode catalog  print the tool catalog or the <code-mode> block
+//	codemode fidelity report which schema keywords reach the stubs
 //
 // Run "codemode COMMAND --help" for a command's flags.
 package main

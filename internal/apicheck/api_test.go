@@ -21,6 +21,7 @@ var update = flag.Bool("update", false, "rewrite the listings in api/ from the p
 var modules = []struct{ dir, listing string }{
 	{".", "codemode.txt"},
 	{"adkv1", "adkv1.txt"},
+	{"deploy", "deploy.txt"},
 }
 
 // TestPublicAPI compares each module's exported API with its listing.

@@ -1,7 +1,7 @@
 // Package hostcap is how a test says that this host lacks something it
 // needs: user namespaces for the namespace jail, /usr/bin/python3, the go
-// command, a Docker engine, npm, inotify, a writable cgroup, /proc, a
-// writable home directory. [Missing] skips the test, saying what is
+// command, git, the Go module proxy, a Docker engine, npm, inotify, a
+// writable cgroup, /proc, a writable home directory. [Missing] skips the test, saying what is
 // missing and how to provide it; where the run asks for every test to
 // run, it fails the test instead, so that a machine that should run
 // everything (CI) cannot pass by skipping.

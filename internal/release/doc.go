@@ -3,7 +3,7 @@
 //
 // Every module of the repository takes the release's version: the root
 // module (the core and the ADK Go v2 adapters), adkv1 (the ADK Go v1
-// adapters) and deploy (the deployment manifests' checks). A module that
+// adapters) and deploy (the deployment manifests' checks and deploy/agentsandbox). A module that
 // requires another module of the repository, as adkv1 requires the root
 // module, is made to require it at that version: its go.mod names the
 // version, its go.sum gets the required module's two hashes (of its module

@@ -15,7 +15,7 @@ import (
 )
 
 // Calls runs a session's tool calls on the host: it admits at most
-// [SessionConfig.MaxConcurrentCalls] at once, refuses bad and duplicate
+// [transport.SessionConfig.MaxConcurrentCalls] at once, refuses bad and duplicate
 // ids, applies each call's own timeout, cancels a call on request, and
 // turns a panicking handler into a ToolError. [Client] uses one; so does a
 // host that reads the worker's frames itself.
@@ -76,11 +76,11 @@ func (c *Calls) SetBlock(id string) { c.block.Store(&id) }
 // blocks on writing and a sandbox that does not read costs no more than a
 // bounded queue: past the queue's limit, refusals are dropped and [Calls.Err]
 // says why, and the session should end. If reply fails for a reason other
-// than [ErrClosed] (a value that cannot be encoded, or is too large), a
+// than [transport.ErrClosed] (a value that cannot be encoded, or is too large), a
 // ToolError saying so is sent in its place.
 //
 // The result of an admitted call goes to reply on the goroutine that runs
-// it, which holds one of the [SessionConfig.MaxConcurrentCalls] places
+// it, which holds one of the [transport.SessionConfig.MaxConcurrentCalls] places
 // until reply returns: results that wait for a slow reader are bounded by
 // that, and hold new calls back.
 func (c *Calls) Start(f *ToolCallFrame, reply func(*ToolResultFrame) error) (run func()) {

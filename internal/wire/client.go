@@ -29,7 +29,7 @@ type ClientOptions struct {
 	Logger *slog.Logger
 }
 
-// Client is a [Session] over a frame stream to a sandbox server.
+// Client is a [transport.Session] over a frame stream to a sandbox server.
 type Client struct {
 	conn    *Conn
 	cfg     transport.SessionConfig

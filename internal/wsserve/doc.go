@@ -36,6 +36,6 @@
 //
 // The HTTP request and the files message must arrive within
 // HandshakeTimeout; each message is bounded, and the files message by its
-// own limits; a connection idle past IdleTimeout ends. A breach closes
+// own limits; a connection idle past Stream.IdleTimeout ends. A breach closes
 // the connection with a close frame whose reason names the limit.
 package wsserve

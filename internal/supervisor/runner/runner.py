@@ -1,5 +1,5 @@
 # The codemode Python worker. The sandbox server starts it once per session
-# and sends it blocks of code over a control pipe; see sandboxserver/doc.go.
+# and sends it blocks of code over a control pipe; see internal/server/doc.go.
 #
 # fds: 0 /dev/null, 1 and 2 pipes the server captures, 3 frames from the
 # server, 4 frames to the server. Frames are JSON lines. When the backend
