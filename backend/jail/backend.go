@@ -2,6 +2,7 @@ package jail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -90,6 +91,14 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	}
 	client, err := launch.Launch(ctx, st, cfg, scfg)
 	if err != nil {
+		if st.cmd != nil {
+			// The jail has ended: its usage says whether a limit stopped
+			// the worker.
+			err = limitHit(err, st.cmd.Usage(), st.config.withDefaults())
+		}
+		if le := (*LimitError)(nil); errors.As(err, &le) {
+			return nil, err // it says jail: already
+		}
 		return nil, fmt.Errorf("jail: %w", err)
 	}
 	return &Session{Session: client, cmd: st.cmd, fallback: st.fallback}, nil
@@ -112,7 +121,11 @@ func (b *Backend) ServeSession(ctx context.Context, stream io.ReadWriteCloser, f
 		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
 		return err
 	}
-	return launch.ServeLaunched(ctx, conn, st, cfg)
+	err = launch.ServeLaunched(ctx, conn, st, cfg)
+	if err != nil && st.cmd != nil {
+		err = limitHit(err, st.cmd.Usage(), st.config.withDefaults())
+	}
+	return err
 }
 
 // Close stops the template process the backend's sessions are forked

@@ -240,18 +240,30 @@ func (cs *cgroupSet) enforce(e *Enforcement) {
 
 // collect reads the OOM, peak and pids counters before removal.
 func (cs *cgroupSet) collect() {
+	cs.oomKills, cs.pidsHit = cs.limitsHit()
 	if d := cs.mem; d != nil {
 		if d.version == "v1" {
-			cs.oomKills = readKey(d.path, "memory.oom_control", "oom_kill")
 			cs.memPeak = readInt(d.path, "memory.max_usage_in_bytes")
 		} else {
-			cs.oomKills = readKey(d.path, "memory.events", "oom_kill")
 			cs.memPeak = readInt(d.path, "memory.peak")
 		}
 	}
-	if d := cs.pids; d != nil {
-		cs.pidsHit = readKey(d.path, "pids.events", "max")
+}
+
+// limitsHit reads, while the jail runs, how many of its processes the
+// memory cgroup killed and how many forks the pids cgroup refused.
+func (cs *cgroupSet) limitsHit() (oomKills, pidsHit int) {
+	if d := cs.mem; d != nil {
+		if d.version == "v1" {
+			oomKills = readKey(d.path, "memory.oom_control", "oom_kill")
+		} else {
+			oomKills = readKey(d.path, "memory.events", "oom_kill")
+		}
 	}
+	if d := cs.pids; d != nil {
+		pidsHit = readKey(d.path, "pids.events", "max")
+	}
+	return oomKills, pidsHit
 }
 
 // remove deletes every cgroup of the set. The jail must be dead.

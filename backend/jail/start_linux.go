@@ -52,6 +52,9 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 	if len(spec.Args) == 0 {
 		return nil, errors.New("jail: Spec.Args is empty")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	filesBytes, err := checkFiles(cfg.Files)
 	if err != nil {
@@ -203,11 +206,18 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 	if rerr != nil || len(data) == 0 || json.Unmarshal(data, &msg) != nil {
 		_ = cmd.Process.Kill()
 		waitErr := cmd.Wait()
+		cg.collect()
 		_ = cg.remove()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("jail: init exited before reporting (config write: %w): %w", werr, waitErr)
+		err := fmt.Errorf("jail: init exited before reporting: %w", waitErr)
+		if werr != nil {
+			err = fmt.Errorf("jail: init exited before reporting (sending it the config failed: %w): %w", werr, waitErr)
+		}
+		// The init itself, a Go program, needs a few tasks and some
+		// memory: a limit too small stops it before it can say so.
+		return nil, limitHit(err, Usage{OOMKills: cg.oomKills, PidsLimitHits: cg.pidsHit}, cfg)
 	}
 	if err := setupErr(&msg); err != nil {
 		_ = cmd.Wait()

@@ -218,17 +218,13 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		}
 		ready <- err
 	}()
-	select {
-	case err = <-ready:
-	case <-time.After(zygoteReadyTimeout):
-		err = fmt.Errorf("not ready after %s", zygoteReadyTimeout)
-	}
+	err = awaitTemplate(ready, cmd)
 	if err != nil {
 		_ = cmd.Kill()
 		_ = cmd.Wait()
 		ctrl.Close()
 		msg := strings.TrimSpace(stderr.String())
-		return nil, fmt.Errorf("jail: the template process did not start: %w\n%s", err, msg)
+		return nil, limitHit(fmt.Errorf("jail: the template process did not start: %w\n%s", err, msg), cmd.Usage(), zc.withDefaults())
 	}
 	go func() {
 		// The jail ends once the template and every session forked from
@@ -242,6 +238,28 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		close(z.ended)
 	}()
 	return z, nil
+}
+
+// awaitTemplate waits for the template's ready message, and no longer
+// than zygoteReadyTimeout. A template killed by its jail's memory limit
+// leaves the jail's init waiting, and sends nothing: the jail's cgroups
+// are watched, so that it fails at once, with the limit named.
+func awaitTemplate(ready <-chan error, cmd *Cmd) error {
+	timeout := time.After(zygoteReadyTimeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-ready:
+			return err
+		case <-timeout:
+			return fmt.Errorf("not ready after %s", zygoteReadyTimeout)
+		case <-tick.C:
+			if oom, pids := cmd.cg.limitsHit(); oom > 0 || pids > 0 {
+				return fmt.Errorf("a limit of its jail stopped it (%d processes killed for memory, %d forks refused)", oom, pids)
+			}
+		}
+	}
 }
 
 func (z *zygote) isRetired() bool {

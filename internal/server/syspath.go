@@ -75,7 +75,8 @@ func ProbeInterpreter(ctx context.Context, python string) (*Probe, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("sandboxserver: probe %s: %w: %s", python, err, clip.String(stderr.String(), 400))
+		return nil, fmt.Errorf("sandboxserver: %s does not run as Python 3 (probing it: %w: %s); set the interpreter to python3's path",
+			python, err, clip.String(stderr.String(), 400))
 	}
 	var r struct {
 		SysPath []string `json:"sys_path"`
@@ -83,7 +84,8 @@ func ProbeInterpreter(ctx context.Context, python string) (*Probe, error) {
 		Code    []byte   `json:"code"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil || len(r.SysPath) == 0 || r.Version == "" || len(r.Code) == 0 {
-		return nil, fmt.Errorf("sandboxserver: probe %s: unexpected output %q", python, clip.String(string(out), 200))
+		return nil, fmt.Errorf("sandboxserver: %s does not run as Python 3 (probing it printed %q, not the report Python prints); set the interpreter to python3's path",
+			python, clip.String(string(out), 200))
 	}
 	p := &Probe{SysPath: r.SysPath, Version: r.Version, Code: r.Code}
 	probes.Store(key, p)

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
 
-	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/internal/hooklink"
 	"github.com/adk-codemode/codemode/render"
 )
@@ -93,10 +92,16 @@ func newAgentHooks(cfg Config) (*hookSet, error) {
 // newHooks returns the hooks for cfg; with requirePlugins, a tool call
 // from code that finds no runner plugins is refused (see chainFor).
 func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	var own interface{ Close() error }
 	if cfg.Backend == nil {
-		jb := &jail.Backend{}
+		jb, err := defaultBackend()
+		if err != nil {
+			return nil, err
+		}
 		cfg.Backend, own = jb, jb
 	}
 	bare, err := staticTools(cfg.Tools)

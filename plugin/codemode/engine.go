@@ -83,7 +83,10 @@ func (e *engine) prepare(ctx agent.Context, req *model.LLMRequest) error {
 		return err
 	}
 	if !e.cfg.DisableBlock {
-		env := environment(ctx, e.cfg.Backend)
+		env, err := environment(ctx, e.cfg.Backend)
+		if err != nil {
+			return err
+		}
 		env.Discovery = true // the tools package always has search and describe
 		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
 	}

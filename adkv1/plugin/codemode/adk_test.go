@@ -66,7 +66,8 @@ func TestReachIntoADK(t *testing.T) {
 		m := newScript().on("probe", func(*model.LLMRequest) *genai.Content {
 			return &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{Name: "probe", Args: map[string]any{}}}}}
 		}, say("done"))
-		fc := fixtureConfig{cfg: Config{Backend: failingBackend{}}}
+		// No sandbox is needed, nor the block, whose probe would fail.
+		fc := fixtureConfig{cfg: Config{Backend: failingBackend{}, DisableBlock: true}}
 		fc.agent.Tools = []tool.Tool{probe}
 		fc.agent.BeforeToolCallbacks = append(fc.agent.BeforeToolCallbacks, noop)
 		fc.agent.BeforeModelCallbacks = append(fc.agent.BeforeModelCallbacks, beforeModel)

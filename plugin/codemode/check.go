@@ -1,0 +1,108 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// validate reports the first setting of cfg that cannot be meant, naming
+// the field and what to write instead. Zero always means the default, and
+// the fields documented to take a negative value take it; any other
+// negative value, and a duration under a millisecond (a bare number is
+// nanoseconds: Timeout: 30 is 30ns), is a mistake.
+func (cfg Config) validate() error {
+	for _, d := range []struct {
+		name     string
+		v        time.Duration
+		negative bool // a negative value has a meaning
+	}{
+		{"Timeout", cfg.Timeout, true},
+		{"Grace", cfg.Grace, false},
+		{"ToolTimeout", cfg.ToolTimeout, false},
+		{"IdleTimeout", cfg.IdleTimeout, false},
+		{"ApprovalTimeout", cfg.ApprovalTimeout, false},
+	} {
+		switch {
+		case d.v < 0 && !d.negative:
+			return fmt.Errorf("codemode: Config.%s is %v: it cannot be negative; leave it 0 for the default", d.name, d.v)
+		case d.v > 0 && d.v < time.Millisecond:
+			return fmt.Errorf("codemode: Config.%s is %v, under a millisecond: a duration is in nanoseconds, so write it with its unit, such as 30 * time.Second", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"MaxOutputChars", cfg.MaxOutputChars},
+		{"BlockBudget", cfg.BlockBudget},
+	} {
+		if n.v < 0 {
+			return fmt.Errorf("codemode: Config.%s is %d: it cannot be negative; leave it 0 for the default", n.name, n.v)
+		}
+	}
+	if v, ok := cfg.Backend.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("codemode: Config.Backend (%s): %w", cfg.Backend.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Check validates cfg as [New] does, then starts one sandbox of its
+// backend, runs a block in it and closes it, and returns why it failed,
+// if it did: an interpreter that is not Python, a limit too small for
+// Python to start (a *jail.LimitError for the jail), a container image
+// missing, a remote sandbox out of reach. Call it where the program starts,
+// so that such a mistake reaches the developer rather than the model.
+// With no Backend it checks the default jail, and stops the template
+// process it started.
+func Check(ctx context.Context, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	b := cfg.Backend
+	if b == nil {
+		jb, err := defaultBackend()
+		if err != nil {
+			return err
+		}
+		defer jb.Close()
+		b = jb
+	}
+	return checkBackend(ctx, b)
+}
+
+// defaultBackend is the backend of a Config without one: the jail, with
+// the host's python3, which must be there.
+func defaultBackend() (*jail.Backend, error) {
+	jb := &jail.Backend{}
+	if err := jb.Validate(); err != nil {
+		return nil, fmt.Errorf("codemode: Config.Backend is nil, so the default, the namespace jail with the host's python3, runs the code: %w; install python3, or set Config.Backend", err)
+	}
+	return jb, nil
+}
+
+// checkBackend opens a session of b and runs a block in it.
+func checkBackend(ctx context.Context, b transport.Backend) error {
+	s, err := b.Open(ctx, transport.SessionConfig{})
+	if err != nil {
+		return fmt.Errorf("codemode: %s: the sandbox did not start: %w", b.Name(), err)
+	}
+	res, err := s.Exec(ctx, transport.Block{Code: "import sys\nprint(sys.version_info[0])", Timeout: probeTimeout})
+	cerr := s.Close()
+	switch {
+	case err != nil:
+		return fmt.Errorf("codemode: %s: the sandbox started but did not run Python: %w", b.Name(), err)
+	case res.ExitCode != 0 || res.Stdout != "3\n":
+		return fmt.Errorf("codemode: %s: the sandbox started but a block printing Python's major version gave exit code %d, %q on stdout and %q on stderr",
+			b.Name(), res.ExitCode, res.Stdout, res.Stderr)
+	case cerr != nil && !errors.Is(cerr, transport.ErrClosed):
+		return fmt.Errorf("codemode: %s: closing the sandbox: %w", b.Name(), cerr)
+	}
+	return nil
+}
