@@ -16,4 +16,10 @@
 // writes the tools package that the session sends to --files, and exits
 // when that session ends. Either way it kills every process the session
 // started before it exits.
+//
+// --python names the interpreter by path, or by a name looked up on PATH
+// (the default, python3). The interpreter and --workdir, which must be a
+// writable directory, are checked before anything starts: one that
+// cannot be used is refused with exit status 2 and a message that names
+// the flag, on stderr and, on stdin/stdout, in an error frame.
 package main
