@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -193,5 +194,49 @@ func TestListenRefusesMissingWorkdir(t *testing.T) {
 	_ = cmd.Wait()
 	if got := strings.Join(lines, "\n"); strings.Contains(got, "--workdir") || !strings.Contains(got, "listening") && !strings.Contains(got, "--jail: the namespace jail cannot run here") {
 		t.Errorf("with --jail: output %q; want it to listen, or to say that the jail cannot run, without checking --workdir", got)
+	}
+}
+
+// TestListenJailAsUser: a server that is not root cannot start its jail,
+// since it makes itself non-dumpable; it says so, and that it should run
+// as root in its container, rather than that the host lacks namespaces.
+func TestListenJailAsUser(t *testing.T) {
+	dir, err := os.MkdirTemp("", "codemode-sandbox-test-") // readable by the unprivileged user
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "codemode-sandbox")
+	if err := os.Link(buildServer(t), bin); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--listen", "127.0.0.1:0", "--insecure-no-auth", "--jail", "--python", "/usr/bin/python3")
+	tmp := filepath.Join(dir, "tmp") // for the tools package, writable by that user too
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp}
+	uid := os.Geteuid()
+	if uid == 0 {
+		uid = 65534
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "permission denied") {
+		// The host refuses user namespaces to this user in the first
+		// place, for a reason the jail names.
+		hostcap.Missing(t, hostcap.UserNS, string(out))
+	}
+	want := "--jail: as user " + strconv.Itoa(uid) + " the server cannot start its jail (fork/exec /proc/self/exe: permission denied)"
+	if !strings.HasPrefix(string(out), "codemode-sandbox: "+want) || !strings.Contains(string(out), "--user 0") || strings.Contains(string(out), "listening") {
+		t.Errorf("output %q; want it to start with %q and say to run as root", out, want)
 	}
 }
