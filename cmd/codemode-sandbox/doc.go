@@ -23,4 +23,10 @@
 // jail (backend/jail's Backend.ServeSession), where the container lets the
 // server make user namespaces, and the server logs once, at start, what a
 // jail here enforces.
+//
+// --python names the interpreter by path, or by a name looked up on PATH
+// (the default, python3). The interpreter and --workdir, which must be a
+// writable directory, are checked before anything starts: one that
+// cannot be used is refused with exit status 2 and a message that names
+// the flag, on stderr and, on stdin/stdout, in an error frame.
 package main

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
@@ -43,7 +45,7 @@ func (l *listenFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.idleTimeout, "idle-timeout", 0, "with --listen: give up a connection that receives nothing, not even a pong, for this `long` (default 60s)")
 	fs.DurationVar(&l.resumeWindow, "resume-window", 0, "with --listen: keep the session this `long` after its connection is lost, for the host to resume it; negative: end it at once (default 30s)")
 	fs.DurationVar(&l.tokenLifetime, "max-token-lifetime", 0, "with --listen: the furthest ahead a token's expiry may lie (default 5m)")
-	fs.BoolVar(&l.jail, "jail", false, "with --listen: run the session's worker in the namespace jail, where the host or container allows user namespaces; "+
+	fs.BoolVar(&l.jail, "jail", false, "with --listen: run the session's worker in the namespace jail, where the host or container allows user namespaces and the server runs as root; "+
 		"the server then logs what the jail enforces. Without it, the container is the boundary")
 }
 
@@ -136,6 +138,13 @@ func jailed(ctx context.Context, cfg server.Config, logger *slog.Logger) (func(c
 	// repaid.
 	b := &jail.Backend{Config: jail.Config{Python: cfg.Python}, MaxOutputBytes: cfg.MaxOutputBytes, Cold: true}
 	report, err := jail.Check(ctx, b.Config)
+	var denied *fs.PathError // the jail's first process, refused
+	if uid := os.Geteuid(); uid != 0 && errors.As(err, &denied) && denied.Op == "fork/exec" && errors.Is(denied.Err, syscall.EACCES) {
+		return nil, fmt.Errorf("--jail: as user %d the server cannot start its jail (%w): the server makes itself non-dumpable, which keeps its secret from the code, "+
+			"and a non-dumpable process that is not root cannot map the users of the jail it starts. Run the server as root in its container "+
+			"(the image's user is 1000: run it with --user 0; the jail still runs the code as an unprivileged user), "+
+			"or run without --jail, and the container is the boundary", uid, denied)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--jail: the namespace jail cannot run here: %w (run without --jail, and the container is the boundary)", err)
 	}

@@ -24,8 +24,9 @@ func main() {
 func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 	fs := flag.NewFlagSet("codemode-sandbox", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	python := fs.String("python", "python3", "the interpreter `path`")
-	workdir := fs.String("workdir", "/workspace", "the code's working `directory`; its new and changed files are reported")
+	python := fs.String("python", "python3", "the interpreter: a `path`, or a name looked up on PATH")
+	workdir := fs.String("workdir", "/workspace", "the code's working `directory`, which must exist and be writable; its new and changed files are reported "+
+		"(not used with --listen --jail, whose sessions have their own)")
 	files := fs.String("files", "", "a `directory` to put first on sys.path (the tools package)")
 	maxOutput := fs.Int64("max-output", 0, "`bytes` kept of each output stream per block (default and most: 4 MiB)")
 	filesOverStdin := fs.Bool("files-over-stdin", false, "on stdin/stdout: read the session's files (the tools package) from the preamble that opens stdin, "+
@@ -42,10 +43,28 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 		}
 		return 2
 	}
+	// A flag that names something unusable is reported now, by name,
+	// rather than as the worker's failure to start.
+	refuse := func(err error) int {
+		fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)
+		if l.addr == "" { // the host reads frames on stdout: tell it why too
+			_ = wire.NewConn(stdin, stdout, nil, wire.MaxFrameSize).Write(&wire.ErrorFrame{Message: "codemode-sandbox: " + err.Error()})
+		}
+		return 2
+	}
+	interpreter, err := findPython(*python)
+	if err != nil {
+		return refuse(err)
+	}
+	if l.addr == "" || !l.jail { // a jailed session has a workspace of its own
+		if err := checkWorkdir(*workdir); err != nil {
+			return refuse(err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	cfg := server.Config{
-		Python:         *python,
+		Python:         interpreter,
 		Workdir:        *workdir,
 		FilesDir:       *files,
 		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + *workdir, "LANG=C.UTF-8", "TMPDIR=/tmp"},

@@ -18,7 +18,9 @@ FILE is a JSON array of function declarations (name, description,
 parameters or parametersJsonSchema, and optionally response or
 responseJsonSchema for the result), each with an optional "namespace"
 field that places it in tools.<namespace>. SPEC is the path of an OpenAPI
-3.0 or 3.1 document, whose operations become tools as in toolset/openapi.
+3.0 or 3.1 document, whose operations become tools as in toolset/openapi,
+in the namespace --namespace names (default: the document's info.title);
+no request is sent, so it needs no base URL, but --base-url takes one.
 COMMAND is a stdio MCP server's command line, split at spaces (no
 quoting): it is started, asked for its tools through ADK's mcptoolset,
 and stopped; its tools go in the toolset's namespace.
@@ -50,6 +52,10 @@ func runCatalog(args []string, stdout, stderr io.Writer) int {
 	budget := fs.Int("budget", render.DefaultBudget, "block size limit in `characters`")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
+	}
+	if err := in.check(); err != nil {
+		fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
+		return 2
 	}
 	if in.none() {
 		fmt.Fprintln(stderr, "codemode catalog: an input is required: --decls FILE, --openapi SPEC or --mcp COMMAND")

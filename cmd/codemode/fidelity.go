@@ -18,7 +18,9 @@ out with a reason (dropped) or without one (lost).
 
 FILE is a JSON array of function declarations, as for "codemode stubs".
 SPEC is the path of an OpenAPI 3.0 or 3.1 document, JSON or YAML; its
-operations become tools as in the toolset/openapi package.
+operations become tools as in the toolset/openapi package, in the
+namespace --namespace names (default: the document's info.title); no
+request is sent, so it needs no base URL, but --base-url takes one.
 COMMAND is a stdio MCP server's command line, split at spaces (no
 quoting): it is started, asked for its tools through ADK's mcptoolset,
 and stopped; its tools go in the toolset's namespace.
@@ -37,6 +39,10 @@ func runFidelity(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "text", "report `format`: text, json or md")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
+	}
+	if err := in.check(); err != nil {
+		fmt.Fprintf(stderr, "codemode fidelity: %v\n", err)
+		return 2
 	}
 	var write func(*fidelity.Report, io.Writer) error
 	switch *format {

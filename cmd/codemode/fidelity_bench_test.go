@@ -9,6 +9,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adk-codemode/codemode/fidelity"
+	"github.com/adk-codemode/codemode/toolset/openapi"
 )
 
 // githubSpecPath is GitHub's REST description as .ci/run installs it
@@ -37,7 +38,7 @@ func BenchmarkFidelityGitHub(b *testing.B) {
 	if spec == "" {
 		b.Skip("GitHub's REST description is not installed; run toolset/openapi's tests, which install it")
 	}
-	tools, err := loadOpenAPI(spec, io.Discard, "fidelity")
+	tools, err := loadOpenAPI(openapi.Config{File: spec}, io.Discard, "fidelity")
 	if err != nil {
 		b.Fatal(err)
 	}

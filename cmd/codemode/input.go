@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os/exec"
 	"strings"
 	"time"
@@ -26,15 +27,41 @@ type declarer interface {
 	Declaration() *genai.FunctionDeclaration
 }
 
-// inputs are the flags that name where a command's tools come from.
+// inputs are the flags that name where a command's tools come from, and
+// those that go with one of them.
 type inputs struct {
 	decls, spec, mcp string
+	// with --openapi
+	baseURL, namespace string
 }
 
 func (in *inputs) register(fs *flag.FlagSet) {
 	fs.StringVar(&in.decls, "decls", "", "JSON `file` of function declarations")
 	fs.StringVar(&in.spec, "openapi", "", "OpenAPI document `file`")
 	fs.StringVar(&in.mcp, "mcp", "", "a stdio MCP server's `command` and arguments, split at spaces; it is started, asked for its tools and stopped")
+	fs.StringVar(&in.baseURL, "base-url", "", "with --openapi: the API's base `URL`, as openapi.Config.BaseURL. No request is sent, and the tools do not depend on it: "+
+		"without it, a document whose server URL is relative is read all the same, with a note")
+	fs.StringVar(&in.namespace, "namespace", "", "with --openapi: the tools' `namespace`, as openapi.Config.Name (default: the document's info.title, sanitised)")
+}
+
+// check reports a usage error in the input flags: a flag that goes with
+// an input that was not given, or a --base-url that cannot be one.
+func (in *inputs) check() error {
+	if in.spec == "" {
+		if in.baseURL != "" {
+			return errors.New("--base-url goes with --openapi")
+		}
+		if in.namespace != "" {
+			return errors.New("--namespace goes with --openapi: a --decls declaration names its namespace in its \"namespace\" field, " +
+				"and an --mcp server's tools go in its toolset's namespace")
+		}
+	}
+	if in.baseURL != "" {
+		if u, err := url.Parse(in.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--base-url %q is not an absolute http or https URL; give one such as https://api.example.com/v1", in.baseURL)
+		}
+	}
+	return nil
 }
 
 func (in *inputs) none() bool { return in.decls == "" && in.spec == "" && in.mcp == "" }
@@ -58,7 +85,7 @@ func (in *inputs) load(stderr io.Writer, cmd string) ([]render.Tool, error) {
 	case in.decls != "":
 		return loadDecls(in.decls)
 	case in.spec != "":
-		return loadOpenAPI(in.spec, stderr, cmd)
+		return loadOpenAPI(openapi.Config{File: in.spec, BaseURL: in.baseURL, Name: in.namespace}, stderr, cmd)
 	case in.mcp != "":
 		return loadMCP(in.mcp)
 	}
@@ -123,10 +150,23 @@ func declared(list []tool.Tool, ns, source string) ([]render.Tool, error) {
 	return tools, nil
 }
 
-// loadOpenAPI builds the tools of the OpenAPI document in the file spec,
-// in the toolset's namespace.
-func loadOpenAPI(spec string, stderr io.Writer, cmd string) ([]render.Tool, error) {
-	ts, err := openapi.New(context.Background(), openapi.Config{File: spec})
+// listingBaseURL is the base URL the tools of a document without an
+// absolute server URL are read with. Nothing is sent to it: the commands
+// only list the tools, which do not depend on it.
+const listingBaseURL = "https://base-url.invalid"
+
+// loadOpenAPI builds the tools of the OpenAPI document in the file
+// cfg.File, in the toolset's namespace. A document whose operations have
+// no absolute server URL is read all the same, with a note: the tools are
+// the same whatever the base URL, which an agent needs only to call them.
+func loadOpenAPI(cfg openapi.Config, stderr io.Writer, cmd string) ([]render.Tool, error) {
+	spec := cfg.File
+	ts, err := openapi.New(context.Background(), cfg)
+	if errors.Is(err, openapi.ErrNoServerURL) {
+		fmt.Fprintf(stderr, "codemode %s: %s: note: %v: an agent needs that to call the API; the tools do not, and were read without one (--base-url gives one here)\n", cmd, spec, err)
+		cfg.BaseURL = listingBaseURL
+		ts, err = openapi.New(context.Background(), cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec, err)
 	}

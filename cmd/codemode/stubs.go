@@ -22,7 +22,9 @@ FILE is a JSON array of function declarations (name, description,
 parameters or parametersJsonSchema, and optionally response or
 responseJsonSchema for the result), each with an optional "namespace"
 field that places it in tools.<namespace>. SPEC is the path of an OpenAPI
-3.0 or 3.1 document, whose operations become tools as in toolset/openapi.
+3.0 or 3.1 document, whose operations become tools as in toolset/openapi,
+in the namespace --namespace names (default: the document's info.title);
+no request is sent, so it needs no base URL, but --base-url takes one.
 COMMAND is a stdio MCP server's command line, split at spaces (no
 quoting): it is started, asked for its tools through ADK's mcptoolset,
 and stopped; its tools go in the toolset's namespace.
@@ -41,6 +43,10 @@ func runStubs(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "`directory` to write the tools package to; stdout as txtar if empty")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
+	}
+	if err := in.check(); err != nil {
+		fmt.Fprintf(stderr, "codemode stubs: %v\n", err)
+		return 2
 	}
 	if in.none() {
 		fmt.Fprintln(stderr, "codemode stubs: an input is required: --decls FILE, --openapi SPEC or --mcp COMMAND")

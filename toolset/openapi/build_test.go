@@ -271,6 +271,37 @@ func TestInvalidDocuments(t *testing.T) {
 	}
 }
 
+// TestNoServerURL: an operation without an absolute server URL is the one
+// document error that wraps ErrNoServerURL, which a program that sends no
+// request (the codemode command) tells from the rest.
+func TestNoServerURL(t *testing.T) {
+	const head = "openapi: 3.0.3\ninfo: {title: t, version: '1'}\n"
+	const op = "    get: {responses: {'200': {description: ok}}}\n"
+	for _, c := range []struct {
+		name, doc string
+		wraps     bool
+	}{
+		{"relative", head + "servers: [{url: /v1}]\npaths:\n  /x:\n" + op, true},
+		{"relative in the operation", head + "servers: [{url: 'https://x.example'}]\npaths:\n  /x:\n    get:\n      servers: [{url: /v2}]\n      responses: {'200': {description: ok}}\n", true},
+		{"none", head + "paths:\n  /x:\n" + op, true},
+		{"undeclared variable", head + "servers: [{url: 'https://{host}/v1'}]\npaths:\n  /x:\n" + op, false},
+		{"bad path parameter", head + "servers: [{url: 'https://x.example'}]\npaths:\n  /x/{id}:\n" + op, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(t.Context(), Config{Spec: []byte(c.doc)})
+			if err == nil || errors.Is(err, ErrNoServerURL) != c.wraps {
+				t.Fatalf("err = %v; want an error that wraps ErrNoServerURL: %v", err, c.wraps)
+			}
+			if !c.wraps {
+				return
+			}
+			if _, err := New(t.Context(), Config{Spec: []byte(c.doc), BaseURL: "https://api.example.com"}); err != nil {
+				t.Errorf("with BaseURL: %v", err)
+			}
+		})
+	}
+}
+
 func TestSkipInvalid(t *testing.T) {
 	doc := `openapi: 3.0.3
 info: {title: t, version: "1"}

@@ -62,6 +62,8 @@
 // A document that cannot be used gives a [*DocumentError] naming the JSON
 // pointer of the problem ("/paths/~1pets/get/parameters/0/in"). With
 // Config.SkipInvalid a bad operation is left out and reported instead.
+// An operation without an absolute server URL, while Config.BaseURL is
+// empty, is such an error, which wraps [ErrNoServerURL].
 // Webhooks, callbacks and links have no tools; [Toolset.Report] lists each
 // as not supported.
 //

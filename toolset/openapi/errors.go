@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,7 +13,18 @@ import (
 type DocumentError struct {
 	Pointer string
 	Problem string
+	err     error // what Unwrap returns
 }
+
+// ErrNoServerURL is what the error of [New] wraps when an operation has no
+// absolute http or https URL to send its requests to and Config.BaseURL is
+// empty: its server URL is relative, in a document read from bytes or a
+// file, or the document names no server. Set Config.BaseURL. A program
+// that only lists the tools, and sends no request, can set any URL.
+var ErrNoServerURL = errors.New("openapi: no absolute http or https server URL")
+
+// Unwrap returns [ErrNoServerURL] for an error that is one, else nil.
+func (e *DocumentError) Unwrap() error { return e.err }
 
 func (e *DocumentError) Error() string {
 	p := e.Pointer

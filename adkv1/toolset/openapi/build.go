@@ -669,7 +669,9 @@ func (b *builder) server(op *v3.Operation, item *v3.PathItem, path, ptr string) 
 		u = b.src.base.ResolveReference(u)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, docErrorf(sptr, "no absolute http or https server URL (got %q); set Config.BaseURL", raw)
+		de := docErrorf(sptr, "no absolute http or https server URL (got %q); set Config.BaseURL", raw)
+		de.err = ErrNoServerURL
+		return nil, de
 	}
 	return u, nil
 }
