@@ -51,13 +51,13 @@ func resolvePythonUncached(p string) (interp, error) {
 	if !filepath.IsAbs(p) {
 		lp, err := exec.LookPath(p)
 		if err != nil {
-			return interp{}, fmt.Errorf("jail: find python %q: %w", p, err)
+			return interp{}, fmt.Errorf("jail: Config.Python: no %q on PATH (%w): install python3, or set Config.Python to an interpreter's path", p, err)
 		}
 		p, _ = filepath.Abs(lp)
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return interp{}, fmt.Errorf("jail: resolve python %q: %w", orig, err)
+		return interp{}, fmt.Errorf("jail: Config.Python %q cannot be used: %w; set it to a Python 3 interpreter's path, or leave it empty for the host's python3", orig, err)
 	}
 	ip := interp{bin: real}
 	if isScript(real) {

@@ -55,10 +55,8 @@ func (b *Backend) Validate() error {
 	if err := b.Config.Validate(); err != nil {
 		return err
 	}
-	if _, err := b.Config.Interpreter(); err != nil {
-		return fmt.Errorf("jail: Config.Python: %w", err)
-	}
-	return nil
+	_, err := b.Config.Interpreter()
+	return err // it names Config.Python
 }
 
 // LimitError reports a jail, or a session's Python worker in it, that did
@@ -81,7 +79,7 @@ func (e *LimitError) Error() string {
 	default:
 		what, unit = "the task limit (processes and threads)", fmt.Sprint(e.Value)
 	}
-	return fmt.Sprintf("jail: the sandbox did not start: %s, Config.%s = %s, is too small for the Python worker and its supervisor; raise it, or leave it 0 for the default: %v",
+	return fmt.Sprintf("jail: %s, Config.%s = %s, is too small for the Python worker and its supervisor to start; raise it, or leave it 0 for the default: %v",
 		what, e.Field, unit, e.Err)
 }
 

@@ -108,17 +108,25 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkToolNames(cfg.Tools, !cfg.DisableArtifactTools); err != nil {
+		return nil, err
+	}
+	toolsets, err := namedToolsets(cfg)
+	if err != nil {
+		return nil, err
+	}
 	e := &engine{
 		cfg:            cfg,
 		bare:           bare,
+		toolsets:       toolsets,
 		requirePlugins: requirePlugins,
 		ownBackend:     own,
 		turns:          map[string]*turn{},
 		roots:          map[string]string{},
 	}
-	for _, ts := range cfg.Toolsets {
-		if rp, ok := ts.(requestProcessor); ok {
-			e.toolsetHooks = append(e.toolsetHooks, requestProcessorOf{name: ts.Name(), set: ts, proc: rp})
+	for _, ts := range toolsets {
+		if rp, ok := ts.set.(requestProcessor); ok {
+			e.toolsetHooks = append(e.toolsetHooks, requestProcessorOf{name: ts.ns, set: ts.set, proc: rp})
 		}
 	}
 	if len(cfg.Toolsets) == 0 {

@@ -20,6 +20,7 @@ var ErrClosed = errors.New("codemode: closed")
 type engine struct {
 	cfg            Config
 	bare           []namespacedTool
+	toolsets       []namedToolset
 	static         *surface // the surface when there are no toolsets
 	requirePlugins bool     // registered as a runner plugin
 	tool           *execTool
@@ -90,6 +91,9 @@ func (e *engine) prepare(ctx agent.Context, req *model.LLMRequest) error {
 		env.Discovery = true // the tools package always has search and describe
 		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
 	}
+	if note := s.unavailableNote(); note != "" {
+		appendInstruction(req, note)
+	}
 	addTool(req, e.tool)
 	return nil
 }
@@ -106,9 +110,11 @@ func (e *engine) surfaceFor(ctx agent.ReadonlyContext) (*surface, error) {
 	return e.surfaceOf(ctx, t)
 }
 
-// surfaceOf resolves the tool surface of the turn t, once.
+// surfaceOf resolves the tool surface of the turn t, once; again while a
+// toolset of it is unavailable and the turn has not opened its sandbox,
+// whose tools package is written from the surface when it opens.
 func (e *engine) surfaceOf(ctx agent.ReadonlyContext, t *turn) (*surface, error) {
-	if s := t.surface(); s != nil {
+	if s, final := t.settledSurface(); final {
 		return s, nil
 	}
 	if e.static != nil {
@@ -117,13 +123,13 @@ func (e *engine) surfaceOf(ctx agent.ReadonlyContext, t *turn) (*surface, error)
 		t.surf = e.static
 		return t.surf, nil
 	}
-	s, err := resolve(ctx, e.bare, e.cfg.Toolsets, e.cfg.surfaceOptions())
+	s, err := resolve(ctx, e.bare, e.toolsets, e.cfg.surfaceOptions(), e.cfg.StrictToolsets)
 	if err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.surf == nil {
+	if t.surf == nil || len(t.surf.unavailable) > 0 && t.sess == nil {
 		t.surf = s
 	}
 	return t.surf, nil

@@ -145,3 +145,48 @@ except Exception as e:
 		}
 	}
 }
+
+// TestMCPServerGoneLeavesOthers: once the MCP reference server is gone,
+// its toolset can no longer list its tools (ADK's reconnection cannot
+// reuse the command); the next turns go on with the other tools, the
+// model is told the namespace is unavailable, and the run does not fail.
+func TestMCPServerGoneLeavesOthers(t *testing.T) {
+	main := everythingServer(t)
+	server := exec.Command("node", main, "stdio")
+	t.Cleanup(func() {
+		if server.Process != nil {
+			_ = server.Process.Kill()
+		}
+	})
+	all, err := mcptoolset.New(mcptoolset.Config{Transport: &mcp.CommandTransport{Command: server}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	everything := tool.FilterToolset(all, tool.StringPredicate([]string{"echo"}))
+	good := &echoToolset{label: "good"}
+	m := newScript().
+		on("before", run(`from tools.everything import echo
+print(echo(message="up")["output"])`), say("ok")).
+		on("after", run(`from tools.good import echo
+print(echo(word="still")["said"])`), say("ok"))
+	f := newFixture(t, m, fixtureConfig{cfg: Config{
+		Toolsets:                   []tool.Toolset{everything, good},
+		Namespaces:                 []Namespace{{Toolset: everything, Name: "everything"}, {Toolset: good, Name: "good"}},
+		DisableToolResultArtifacts: true,
+	}})
+	if out := outputs(f.turn(t.Context(), "s1", "before")); len(out) != 1 || !strings.Contains(out[0]["stdout"].(string), "up") {
+		t.Fatalf("before the server ended: %v", out)
+	}
+	if err := server.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = server.Wait()
+	out := outputs(f.turn(t.Context(), "s1", "after"))
+	if len(out) != 1 || out[0]["stdout"] != "good:still\n" {
+		t.Errorf("after the server ended, the other toolset's call gave %v", out)
+	}
+	reqs := m.requests()
+	if last := systemText(reqs[len(reqs)-1]); !strings.Contains(last, "Unavailable for now: tools.everything") {
+		t.Errorf("the instruction after the server ended does not say tools.everything is unavailable:\n%s", last)
+	}
+}

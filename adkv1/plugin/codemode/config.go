@@ -38,8 +38,20 @@ type Config struct {
 	// be runnable (every functiontool and MCP tool is).
 	Tools []tool.Tool
 	// Toolsets are resolved again on every invocation; the tools of a
-	// toolset are placed in the namespace tools.<toolset name>.
+	// toolset are placed in the namespace tools.<toolset name>, or the one
+	// Namespaces gives it. A toolset that fails to list its tools is left
+	// out of that model request, with a note to the model and an error in
+	// the log, and tried again on the next; see StrictToolsets.
 	Toolsets []tool.Toolset
+	// Namespaces gives toolsets of Toolsets a namespace other than their
+	// own name: for example two MCP toolsets, which ADK names
+	// "mcp_tool_set" alike. Each must name a toolset of Toolsets (the same
+	// value), and two toolsets may not share a namespace.
+	Namespaces []Namespace
+	// StrictToolsets makes a toolset that fails to list its tools fail the
+	// model request, as before this option existed, instead of being left
+	// out of it.
+	StrictToolsets bool
 
 	// Backend starts the sandboxes. Nil means &jail.Backend{}, the local
 	// namespace jail running the host's python3, whose sessions are forked
@@ -112,6 +124,13 @@ type Config struct {
 	// event's Actions.ArtifactDelta. It runs before execute_code returns;
 	// it cannot change the result.
 	OnArtifactsSaved func(ctx agent.CallbackContext, delta map[string]int64)
+}
+
+// Namespace names the namespace of one toolset of [Config.Toolsets]: its
+// tools are tools.<Name>.<tool> in the code.
+type Namespace struct {
+	Toolset tool.Toolset
+	Name    string
 }
 
 // withDefaults returns cfg with its zero values replaced by the defaults.

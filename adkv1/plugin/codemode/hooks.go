@@ -85,6 +85,9 @@ func runHooks(ctx agent.CallbackContext, s *surface, toolsets []requestProcessor
 		if slices.ContainsFunc(direct, func(d tool.Toolset) bool { return sameToolset(d, ts.set) }) {
 			continue
 		}
+		if slices.Contains(s.unavailable, ts.name) {
+			continue // left out of this request: see resolve
+		}
 		if err := ts.proc.ProcessRequest(tc, req); err != nil {
 			return fmt.Errorf("codemode: request hook of toolset %q: %w", ts.name, err)
 		}

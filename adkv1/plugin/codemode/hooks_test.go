@@ -206,7 +206,7 @@ func TestDirectOnlyToolsRefused(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	_, err = resolve(fakeToolContext(t.Context()), nil, []tool.Toolset{staticToolset{name: "files", tools: []tool.Tool{loadartifactstool.New()}}}, surfaceOptions{})
+	_, err = resolve(fakeToolContext(t.Context()), nil, []namedToolset{{ns: "files", set: staticToolset{name: "files", tools: []tool.Tool{loadartifactstool.New()}}}}, surfaceOptions{}, false)
 	if !errors.As(err, &de) {
 		t.Errorf("a toolset offering loadartifactstool: %v, want a DirectOnlyError", err)
 	}

@@ -5,6 +5,8 @@ package codemode
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 
 	"google.golang.org/genai"
 
@@ -22,6 +24,9 @@ type surface struct {
 	tools map[string]*surfaceTool // by dotted path
 	files map[string][]byte       // the generated tools package
 	hooks []hook                  // request processors of the tools, in order
+	// unavailable are the namespaces of the toolsets left out because
+	// they failed to list their tools (see resolve).
+	unavailable []string
 }
 
 type surfaceTool struct {
@@ -155,19 +160,50 @@ func staticTools(tools []tool.Tool) ([]namespacedTool, error) {
 }
 
 // resolve builds the surface of the bare tools plus the toolsets' tools as
-// they are for this invocation.
-func resolve(ctx agent.ReadonlyContext, bare []namespacedTool, toolsets []tool.Toolset, opt surfaceOptions) (*surface, error) {
+// they are for this invocation. A toolset that fails to list its tools is
+// left out, logged, and named in the surface's unavailable, so that one
+// broken toolset does not take the others with it; with strict its error
+// fails the resolution instead.
+func resolve(ctx agent.ReadonlyContext, bare []namespacedTool, toolsets []namedToolset, opt surfaceOptions, strict bool) (*surface, error) {
 	all := append([]namespacedTool(nil), bare...)
+	var unavailable []string
 	for _, ts := range toolsets {
-		tools, err := ts.Tools(ctx)
+		tools, err := ts.set.Tools(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("codemode: toolset %q: %w", ts.Name(), err)
+			err = fmt.Errorf("codemode: toolset %q: %w", ts.ns, err)
+			if strict {
+				return nil, err
+			}
+			slog.Error("codemode: a toolset failed to list its tools; they are left out of this model request, and it is tried again on the next",
+				"namespace", ts.ns, "err", err)
+			unavailable = append(unavailable, ts.ns)
+			continue
 		}
 		for _, t := range tools {
-			all = append(all, namespacedTool{ns: ts.Name(), t: t})
+			all = append(all, namespacedTool{ns: ts.ns, t: t})
 		}
 	}
-	return buildSurface(all, opt)
+	s, err := buildSurface(all, opt)
+	if err != nil {
+		return nil, err
+	}
+	s.unavailable = unavailable
+	return s, nil
+}
+
+// unavailableNote is the line that tells the model which namespaces are
+// missing from the tools package for now. The reason stays in the log: it
+// may name hosts and paths the model has no use for.
+func (s *surface) unavailableNote() string {
+	if len(s.unavailable) == 0 {
+		return ""
+	}
+	names := make([]string, len(s.unavailable))
+	for i, ns := range s.unavailable {
+		names[i] = "tools." + ns
+	}
+	return fmt.Sprintf("Unavailable for now: %s (the toolset failed to list its tools). Its tools are not in the tools package; the other tools work.",
+		strings.Join(names, ", "))
 }
 
 // buildSurface builds the surface of the given tools, with the artifact

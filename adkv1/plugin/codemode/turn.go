@@ -58,6 +58,15 @@ func (t *turn) surface() *surface {
 	return t.surf
 }
 
+// settledSurface returns the turn's surface, and whether it is settled: it
+// is, unless it lacks a toolset that failed and no sandbox was opened from
+// it yet.
+func (t *turn) settledSurface() (*surface, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.surf, t.surf != nil && (len(t.surf.unavailable) == 0 || t.sess != nil)
+}
+
 // begin makes exec the turn's running call once the calls before it have
 // ended. The turn must be in use (see [engine.acquire]); end ends both.
 func (t *turn) begin(exec *execCall) {
