@@ -406,8 +406,36 @@ func (e *engine) requestOn(ctx agent.Context, callID string, req *approvalReques
 	if a.RequestedToolConfirmations == nil {
 		a.RequestedToolConfirmations = map[string]toolconfirmation.ToolConfirmation{}
 	}
-	a.RequestedToolConfirmations[callID] = req.conf
+	a.RequestedToolConfirmations[callID] = req.confirmation(callID)
 	a.SkipSummarization = true
+}
+
+// confirmation is what the person is asked, as the confirmation of the
+// execute_code call callID: the tool's own hint after a sentence that says
+// which tool the code calls and with which arguments (bounded), and the
+// tool's own payload, or, when it gave none (as a tool that only requires
+// confirmation does), those facts as data for a client to show. The tool
+// runs again with the person's answer, never with this text.
+func (r *approvalRequest) confirmation(callID string) toolconfirmation.ToolConfirmation {
+	conf := r.conf
+	args, shown := boundedArgs(r.args)
+	with := "arguments too long to show here"
+	if b, err := json.Marshal(args); shown && err == nil {
+		with = string(b)
+	}
+	lead := fmt.Sprintf("The code of execute_code call %s calls the tool %s with %s.", callID, r.tool, with)
+	if conf.Hint != "" {
+		lead += " " + conf.Hint
+	}
+	conf.Hint = lead
+	if conf.Payload == nil {
+		p := map[string]any{"tool": r.tool, "execute_code_call": callID}
+		if shown {
+			p["args"] = args
+		}
+		conf.Payload = p
+	}
+	return conf
 }
 
 // parkAgain parks a resumed block that paused at another request. The

@@ -291,8 +291,9 @@ func TestApprovalApprove(t *testing.T) {
 	if c.original.ID != execID || execID == "" {
 		t.Errorf("original call id %q, want the execute_code call's %q", c.original.ID, execID)
 	}
-	if c.conf.Hint != "Send 5 euros?" || fmt.Sprint(c.conf.Payload) != "map[amount:5]" || c.conf.Confirmed {
-		t.Errorf("toolConfirmation %+v, want the tool's hint and payload, unconfirmed", c.conf)
+	wantHint := fmt.Sprintf(`The code of execute_code call %s calls the tool send_money with {"amount":5}. Send 5 euros?`, execID)
+	if c.conf.Hint != wantHint || fmt.Sprint(c.conf.Payload) != "map[amount:5]" || c.conf.Confirmed {
+		t.Errorf("toolConfirmation %+v, want the hint %q and the tool's payload, unconfirmed", c.conf, wantHint)
 	}
 	paused := lastOutput(t, evs)
 	if aw, _ := paused["awaiting_approval"].(map[string]any); aw["tool"] != "send_money" {
@@ -352,8 +353,13 @@ record(label="after")
 	f := newApprovalFixture(t, fx, map[string]string{"rm": code}, Config{}, nil)
 	ctx := t.Context()
 	c := onlyConfirmation(t, f.turn(ctx, "s1", "rm"))
-	if !strings.Contains(c.conf.Hint, "delete_file") {
-		t.Errorf("hint %q, want functiontool's, naming delete_file", c.conf.Hint)
+	if !strings.Contains(c.conf.Hint, `calls the tool delete_file with {"path":"a.txt"}`) || !strings.Contains(c.conf.Hint, "approve or reject the tool call delete_file()") {
+		t.Errorf("hint %q, want ours, naming the call from code, then functiontool's", c.conf.Hint)
+	}
+	// functiontool asks with no payload: the request carries the call's
+	// facts instead.
+	if p, _ := c.conf.Payload.(map[string]any); p["tool"] != "delete_file" || fmt.Sprint(p["args"]) != "map[path:a.txt]" || p["execute_code_call"] != c.original.ID {
+		t.Errorf("payload %#v, want the tool, its arguments and the execute_code call %s", c.conf.Payload, c.original.ID)
 	}
 	out := lastOutput(t, f.answer(ctx, "s1", c, false))
 	if got, want := out["stdout"], "denied True ToolDeniedError\n"; got != want {
