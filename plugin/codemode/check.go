@@ -71,7 +71,7 @@ func Check(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		defer jb.Close()
+		defer func() { _ = jb.Close() }() // it stops the template this check started
 		b = jb
 	}
 	return checkBackend(ctx, b)
