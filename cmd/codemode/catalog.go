@@ -53,13 +53,7 @@ func runCatalog(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
-	if err := in.check(); err != nil {
-		fmt.Fprintf(stderr, "codemode catalog: %v\n", err)
-		return 2
-	}
-	if in.none() {
-		fmt.Fprintln(stderr, "codemode catalog: an input is required: --decls FILE, --openapi SPEC or --mcp COMMAND")
-		fs.Usage()
+	if !in.given(fs, "catalog", stderr) {
 		return 2
 	}
 	switch {

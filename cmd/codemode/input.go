@@ -66,6 +66,21 @@ func (in *inputs) check() error {
 
 func (in *inputs) none() bool { return in.decls == "" && in.spec == "" && in.mcp == "" }
 
+// given reports whether the command's flags name one usable input, and
+// says on stderr what is wrong when they do not: the command then exits 2.
+func (in *inputs) given(fs *flag.FlagSet, cmd string, stderr io.Writer) bool {
+	if err := in.check(); err != nil {
+		fmt.Fprintf(stderr, "codemode %s: %v\n", cmd, err)
+		return false
+	}
+	if in.none() {
+		fmt.Fprintf(stderr, "codemode %s: an input is required: --decls FILE, --openapi SPEC or --mcp COMMAND\n", cmd)
+		fs.Usage()
+		return false
+	}
+	return true
+}
+
 // name is the input as the user gave it, for messages.
 func (in *inputs) name() string { return in.decls + in.spec + in.mcp }
 

@@ -44,13 +44,7 @@ func runStubs(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
-	if err := in.check(); err != nil {
-		fmt.Fprintf(stderr, "codemode stubs: %v\n", err)
-		return 2
-	}
-	if in.none() {
-		fmt.Fprintln(stderr, "codemode stubs: an input is required: --decls FILE, --openapi SPEC or --mcp COMMAND")
-		fs.Usage()
+	if !in.given(fs, "stubs", stderr) {
 		return 2
 	}
 	tools, err := in.load(stderr, "stubs")
