@@ -89,3 +89,15 @@ func Example() {
 	// plugin: codemode
 	// tools: [execute_code]
 }
+
+// Check starts one sandbox of the configured backend and runs a block in
+// it, so that a mistake only a real sandbox shows (an interpreter that is
+// not Python, a memory limit too small for it) reaches the developer at
+// start. A setting that cannot be meant is refused before anything
+// starts, as New refuses it.
+func ExampleCheck() {
+	err := codemode.Check(context.Background(), codemode.Config{Timeout: 30}) // 30ns: the unit is missing
+	fmt.Println(err)
+	// Output:
+	// codemode: Config.Timeout is 30ns, under a millisecond: a duration is in nanoseconds, so write it with its unit, such as 30 * time.Second
+}
