@@ -48,6 +48,7 @@ func Run(t *testing.T, newBackend NewBackend, opts Options) {
 		{"ToolErrors", testToolErrors},
 		{"TimeoutKeepsState", testTimeoutKeepsState},
 		{"TimeoutCancelsToolCalls", testTimeoutCancelsToolCalls},
+		{"InterruptAmidToolCalls", testInterruptAmidToolCalls},
 		{"GraceReset", testGraceReset},
 		{"ContextCancel", testContextCancel},
 		{"OutputBound", testOutputBound},
@@ -469,6 +470,46 @@ func testTimeoutCancelsToolCalls(t *testing.T, nb NewBackend) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the in-flight tool call's context was not cancelled")
+	}
+}
+
+// testInterruptAmidToolCalls: a block that does nothing but call tools
+// is interrupted while a call is in flight, while its reply is on the
+// way, and between two calls; every time it stops in place, with its
+// variables kept, never by a kill. The tool answers at once or after a
+// short wait, and the timeouts vary, so that the interrupt lands in each
+// part of a call over the rounds.
+func testInterruptAmidToolCalls(t *testing.T, nb NewBackend) {
+	var n atomic.Int64
+	h := transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+		if d := time.Duration(n.Add(1)%4) * 500 * time.Microsecond; d > 0 {
+			select {
+			case <-ctx.Done():
+				return transport.Errorf("Cancelled", "cancelled")
+			case <-time.After(d):
+			}
+		}
+		return transport.ToolResult{Value: 1}
+	})
+	s := open(t, nb, transport.SessionConfig{Tools: h})
+	wantOK(t, run(t, s, "from codemode_runtime import call\nkept = 0"))
+	const rounds = 30
+	for i := range rounds {
+		code := "kept += 1\nwhile True:\n    call('tick', {})"
+		if i%2 == 1 {
+			// The code swallows the cancelled call's TimeoutError; only
+			// the interrupt stops it.
+			code = "kept += 1\nwhile True:\n    try:\n        call('tick', {})\n    except Exception:\n        pass"
+		}
+		timeout := 20*time.Millisecond + time.Duration(i%7)*3*time.Millisecond
+		r := exec(t, s, transport.Block{Code: code, Timeout: timeout, Grace: 2 * time.Second})
+		if !r.Stopped || r.Reset {
+			t.Fatalf("round %d: Stopped=%v Reset=%v stderr %q: want the block stopped in place", i, r.Stopped, r.Reset, r.Stderr)
+		}
+	}
+	r := run(t, s, "print(kept)")
+	if r.Stdout != fmt.Sprintf("%d\n", rounds) {
+		t.Errorf("after the interrupts: stdout %q stderr %q, want %d: the variables were lost", r.Stdout, r.Stderr, rounds)
 	}
 }
 

@@ -178,6 +178,14 @@ class _Channel:
         # The last interrupt frame: (block id, message). A signal raises
         # CodeTimeout only in the block this names.
         self._interrupt = None
+        # How deep the main thread is in call(). While it is in, a signal
+        # raises nothing: an exception raised between two steps of the
+        # channel's bookkeeping (a chunk read and not yet kept, a reader
+        # that never gave up reading) would break the channel for every
+        # later block. The channel raises CodeTimeout itself instead, at a
+        # point where its state is whole: when it reads the interrupt
+        # frame, which the server writes before its signal.
+        self.main_depth = 0
 
     def send_line(self, line):
         data = line.encode("utf-8", "surrogatepass") + b"\n"
@@ -214,6 +222,26 @@ class _Channel:
             self._runs.append(frame)
         elif kind == KIND_INTERRUPT:
             self._interrupt = (frame.get("block"), frame.get("message"))
+
+    def stop_message(self):
+        """The message of an interrupt of the running block when the main
+        thread of the process that runs the code asks, or None."""
+        it = self._interrupt
+        if (
+            it is None
+            or not _State.running
+            or it[0] != _State.block
+            or _thread.get_ident() != _MAIN_THREAD
+            or os.getpid() != _Kids.pid
+        ):
+            return None
+        return it[1] or "the code was interrupted"
+
+    def _stop_if_interrupted(self, stoppable):
+        if stoppable:
+            msg = self.stop_message()
+            if msg is not None:
+                raise CodeTimeout(msg)
 
     def interrupt_for(self, block):
         """The message of an interrupt of block, or None if there is none.
@@ -263,11 +291,15 @@ class _Channel:
                 self._reading = False
                 self._cond.notify_all()
 
-    def wait_for(self, pred):
+    def wait_for(self, pred, stoppable=False):
+        """Wait until pred returns something, reading frames when no other
+        thread does. A stoppable wait (the main thread's, in a tool call)
+        raises CodeTimeout when an interrupt of its block arrives."""
         with self._cond:
             while True:
                 if self._closed is not None:
                     raise ProtocolError(self._closed)
+                self._stop_if_interrupted(stoppable)
                 r = pred()
                 if r is not None:
                     return r
@@ -285,10 +317,11 @@ class _Channel:
                     raise
                 with self._cond:
                     self._dispatch(frame)
+                    self._cond.notify_all()
+                    self._stop_if_interrupted(stoppable)
                     r = pred()
                     if r is not None:
                         return r
-                    self._cond.notify_all()
         finally:
             with self._cond:
                 self._reading = False
@@ -313,20 +346,14 @@ class _Channel:
                 "the block that started it runs; start threads and thread pools in the block that uses them, "
                 "and join them before it ends",
             )
-        with self._cond:
-            self._seq += 1
-            cid = f"{self._prefix}-{self._seq}"
-            self._waiting.add(cid)
-        frame = {"kind": KIND_TOOL_CALL, "id": cid, "block": block, "name": name, "args": args}
-        if timeout is not None:
-            frame["timeout_ms"] = max(1, int(float(timeout) * 1000))
+        main = _thread.get_ident() == _MAIN_THREAD
+        if main:
+            self.main_depth += 1
         try:
-            self.send_line(_dumps(frame))
-            res = self.wait_for(lambda: self._results.pop(cid, None))
+            res = self._call(block, name, args, timeout, main)
         finally:
-            with self._cond:
-                self._waiting.discard(cid)
-                self._results.pop(cid, None)
+            if main:
+                self.main_depth -= 1
         if res.get("ok"):
             return res.get("value")
         err = res.get("error") or {}
@@ -339,6 +366,26 @@ class _Channel:
         if typ == "ToolDeniedError":
             raise ToolDeniedError(msg)
         raise ToolError(typ, msg, err.get("trace"))
+
+    def _call(self, block, name, args, timeout, main):
+        # An interrupt that came between two calls stops the code before
+        # the next one, and one that comes while the call waits stops it
+        # there; a reply that arrived with the interrupt is dropped.
+        self._stop_if_interrupted(main)
+        with self._cond:
+            self._seq += 1
+            cid = f"{self._prefix}-{self._seq}"
+            self._waiting.add(cid)
+        frame = {"kind": KIND_TOOL_CALL, "id": cid, "block": block, "name": name, "args": args}
+        if timeout is not None:
+            frame["timeout_ms"] = max(1, int(float(timeout) * 1000))
+        try:
+            self.send_line(_dumps(frame))
+            return self.wait_for(lambda: self._results.pop(cid, None), stoppable=main)
+        finally:
+            with self._cond:
+                self._waiting.discard(cid)
+                self._results.pop(cid, None)
 
     def next_run(self):
         return self.wait_for(lambda: self._runs.pop(0) if self._runs else None)
@@ -487,6 +534,10 @@ def _on_signal(signum, frame):
     if os.getpid() != _Kids.pid:
         # A child the code forked: the channel is the worker's, not its.
         raise CodeTimeout("the code was interrupted")
+    if _chan.main_depth:
+        # The main thread is in a tool call: the channel stops the code
+        # when it reads the interrupt (see _Channel.main_depth).
+        return
     msg = _chan.interrupt_for(_State.block)
     if msg is not None:
         raise CodeTimeout(msg)
