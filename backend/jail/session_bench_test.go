@@ -82,6 +82,51 @@ func BenchmarkToolCall(b *testing.B) {
 	sessionbench.BenchToolCall(b, s)
 }
 
+// BenchmarkTurn is what a user pays for one turn's sandbox: open a
+// session, run three blocks with ten tool calls in all, close it; on each
+// start path, against a bare `python3 -c pass` in the same loop.
+func BenchmarkTurn(b *testing.B) {
+	for _, start := range startPaths {
+		b.Run(start.name, func(b *testing.B) {
+			be := start.backend()
+			defer be.Close()
+			py, err := be.Config.Interpreter()
+			if err != nil {
+				b.Skip(err)
+			}
+			s, err := be.Open(context.Background(), transport.SessionConfig{})
+			if err != nil {
+				b.Skip(err)
+			}
+			s.Close()
+			sessionbench.BenchTurn(b, py, be)
+		})
+	}
+}
+
+// BenchmarkBlockManyFiles runs blocks in a session whose workspace holds
+// 10,000 small files: a block that rewrites one file and a block that
+// changes nothing, on each start path.
+func BenchmarkBlockManyFiles(b *testing.B) {
+	for _, start := range startPaths {
+		for _, block := range []struct{ name, code string }{
+			{"one-file", "n += 1\nPath('one.txt').write_text(str(n))"},
+			{"no-op", "x = 1"},
+		} {
+			b.Run(start.name+"/"+block.name, func(b *testing.B) {
+				be := start.backend()
+				defer be.Close()
+				s, err := be.Open(context.Background(), transport.SessionConfig{})
+				if err != nil {
+					b.Skip(err)
+				}
+				defer s.Close()
+				sessionbench.BenchManyFiles(b, s, 10_000, block.code)
+			})
+		}
+	}
+}
+
 // BenchmarkSessionMemory reports the unique set size (private clean and
 // dirty pages, from /proc/PID/smaps_rollup) of an idle session's
 // processes, its pid 1 and its worker, for a forked and a cold session.

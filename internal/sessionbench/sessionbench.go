@@ -133,3 +133,75 @@ func BenchOpenVsBare(b *testing.B, python string, open transport.Backend, betwee
 	b.ReportMetric(Millis(ms), "session-ms")
 	b.ReportMetric(float64(ms)/float64(mb), "ratio")
 }
+
+// TurnBlocks are the blocks of one turn as [BenchTurn] runs it: three
+// blocks with ten tool calls in all, each block using what the one before
+// it left.
+var TurnBlocks = []string{
+	"from codemode_runtime import call\nrows = [call('noop', {'i': i}) for i in range(4)]\nprint(len(rows))",
+	"seen = [call('noop', {'row': i}) for i in range(3)]\nprint(len(rows) + len(seen))",
+	"for i in range(3):\n    call('noop', {'final': i})\nprint('done', len(seen))",
+}
+
+// Turn opens a session of open with [NoopTools], runs [TurnBlocks] in it
+// and closes it: what a user of the plugin pays for one turn's sandbox.
+// It returns how long that took.
+func Turn(b testing.TB, open transport.Backend) time.Duration {
+	b.Helper()
+	t0 := time.Now()
+	s, err := open.Open(context.Background(), transport.SessionConfig{Tools: NoopTools})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, code := range TurnBlocks {
+		r, err := s.Exec(context.Background(), transport.Block{Code: code})
+		if err != nil || r.ExitCode != 0 {
+			s.Close()
+			b.Fatalf("a block of the turn: %v %+v", err, r)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0)
+}
+
+// BenchTurn times [Turn] against a bare spawn of python with `-c pass` in
+// the same loop, and reports both medians and their ratio.
+func BenchTurn(b *testing.B, python string, open transport.Backend) {
+	var bare, turn []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := osexec.Command(python, "-c", "pass").Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(t0))
+		turn = append(turn, Turn(b, open))
+	}
+	mb, mt := Median(bare), Median(turn)
+	b.ReportMetric(Millis(mb), "bare-ms")
+	b.ReportMetric(Millis(mt), "turn-ms")
+	b.ReportMetric(float64(mt)/float64(mb), "ratio")
+}
+
+// BenchManyFiles fills the workspace of s with n small files in one
+// block, untimed, then runs b.N blocks of code, each timed by Exec, and
+// reports their median as median-µs: what a block costs once the
+// workspace holds many files.
+func BenchManyFiles(b *testing.B, s transport.Session, n int, code string) {
+	fill := fmt.Sprintf("import os\nos.makedirs('many', exist_ok=True)\nfor i in range(%d):\n    with open(f'many/f{i}.txt', 'w') as f:\n        f.write(str(i))\nfrom pathlib import Path\nPath('one.txt').write_text('0')\nn = 0", n)
+	r, err := s.Exec(context.Background(), transport.Block{Code: fill})
+	if err != nil || r.ExitCode != 0 {
+		b.Fatalf("filling the workspace: %v %+v", err, r)
+	}
+	var lat []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		r, err := s.Exec(context.Background(), transport.Block{Code: code})
+		lat = append(lat, time.Since(t0))
+		if err != nil || r.ExitCode != 0 {
+			b.Fatalf("%q: %v %+v", code, err, r)
+		}
+	}
+	b.ReportMetric(Micros(Median(lat)), "median-µs")
+}
