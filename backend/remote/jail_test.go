@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/internal/escapeprobe"
 	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
@@ -58,4 +59,19 @@ func TestJailedServerReports(t *testing.T) {
 	if log := s.stderr(); !strings.Contains(log, "runs in a namespace jail") || !strings.Contains(log, `pid ns:        yes`) {
 		t.Errorf("the server's log does not say what the jail enforces:\n%s", log)
 	}
+}
+
+// TestEscapeProbesJailed runs the escape-probe suite in a session of a
+// server that jails its sessions.
+func TestEscapeProbesJailed(t *testing.T) {
+	needJail(t)
+	b := newBackend(t, remote.Config{Provision: provisioner(t, "--jail"), Secret: testSecret})
+	escapeprobe.Run(t, func(t *testing.T) transport.Session {
+		s, err := b.Open(t.Context(), transport.SessionConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
 }

@@ -56,6 +56,7 @@ var layers = map[string]int{
 	"internal/server":                 7,
 	"transport/transporttest":         7,
 	"internal/sessionbench":           8,
+	"internal/escapeprobe":            8,
 	"internal/wsproto":                7,
 	"internal/wire":                   8,
 	"transport":                       9,
