@@ -60,28 +60,42 @@ func (failingBackend) Open(context.Context, transport.SessionConfig) (transport.
 }
 
 // scriptedBackend opens sessions whose Exec calls replay errs in order,
-// then succeed.
+// then succeed. Every Open after the first takes reopenDelay. An Exec
+// whose context is done stops the block, as a real session does.
 type scriptedBackend struct {
-	mu     sync.Mutex
-	errs   []error
-	opened int
-	closed int
+	mu          sync.Mutex
+	errs        []error
+	opened      int
+	closed      int
+	reopenDelay time.Duration
 }
 
 func (b *scriptedBackend) Name() string { return "scripted" }
-func (b *scriptedBackend) Open(context.Context, transport.SessionConfig) (transport.Session, error) {
+func (b *scriptedBackend) Open(ctx context.Context, _ transport.SessionConfig) (transport.Session, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.opened++
+	delay := b.reopenDelay
+	if b.opened == 1 {
+		delay = 0
+	}
+	b.mu.Unlock()
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 	return &scriptedSession{b: b}, nil
 }
 
 type scriptedSession struct{ b *scriptedBackend }
 
 func (s *scriptedSession) Environment() transport.Environment { return transport.Environment{} }
-func (s *scriptedSession) Exec(_ context.Context, blk transport.Block) (*transport.Result, error) {
+func (s *scriptedSession) Exec(ctx context.Context, blk transport.Block) (*transport.Result, error) {
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
+	if ctx.Err() != nil {
+		return &transport.Result{Stopped: true, ExitCode: 1, Stderr: "CodeTimeout: " + context.Cause(ctx).Error()}, nil
+	}
 	if len(s.b.errs) > 0 {
 		err := s.b.errs[0]
 		s.b.errs = s.b.errs[1:]
@@ -131,6 +145,30 @@ func TestReconnectClasses(t *testing.T) {
 				t.Errorf("opened %d sandboxes, want %d", b.opened, tt.wantOpened)
 			}
 		})
+	}
+}
+
+// TestRetryDoesNotRunTheClock: a block that could not be sent runs again
+// in a fresh sandbox, and the time that sandbox takes to start does not
+// count against Timeout, as no sandbox's start does.
+func TestRetryDoesNotRunTheClock(t *testing.T) {
+	lost := errors.New("socket closed")
+	b := &scriptedBackend{errs: []error{&transport.ConnectionError{Stage: transport.NotRun, Err: lost}}, reopenDelay: 600 * time.Millisecond}
+	h, err := newAgentHooks(Config{Backend: b, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	got, err := h.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"stdout": "ran x", "stderr": "", "output_files": []string{}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	if b.opened != 2 {
+		t.Errorf("opened %d sandboxes, want 2", b.opened)
 	}
 }
 

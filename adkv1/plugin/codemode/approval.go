@@ -286,7 +286,7 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string) *flight {
 	go func() {
 		// The clock starts when the code is sent: starting the sandbox
 		// does not count.
-		res, sess, err := e.runBlock(fctx, tn, transport.Block{Code: code, Grace: e.cfg.Grace}, f.clock.start)
+		res, sess, err := e.runBlock(fctx, tn, transport.Block{Code: code, Grace: e.cfg.Grace}, f.clock)
 		f.clock.stop()
 		f.mu.Lock()
 		f.done, f.res, f.sess, f.err = true, res, sess, err

@@ -137,9 +137,9 @@ func (e *lostError) Error() string { return e.msg }
 
 // runBlock runs block in the turn's sandbox and returns its result and the
 // sandbox it ran in. A block that could not be sent runs once more, in a
-// fresh sandbox, with a note that earlier state is gone. sending, if set,
-// is called each time the block is about to be sent.
-func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, sending func()) (*transport.Result, transport.Session, error) {
+// fresh sandbox, with a note that earlier state is gone. clock, if set,
+// runs while the block is sent and run, never while a sandbox starts.
+func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, clock *runClock) (*transport.Result, transport.Session, error) {
 	lostState := false // a sandbox that earlier calls used was lost
 	for attempt := 1; ; attempt++ {
 		sess, fresh, err := e.session(ctx, tn)
@@ -151,9 +151,7 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, 
 		case err != nil:
 			return nil, nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
 		}
-		if sending != nil {
-			sending()
-		}
+		clock.start()
 		res, err := sess.Exec(ctx, block)
 		if err == nil {
 			if lostState {
@@ -168,6 +166,7 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, 
 		if !retry {
 			return nil, nil, err
 		}
+		clock.stop() // while the fresh sandbox starts
 		lostState = lostState || !fresh
 	}
 }
