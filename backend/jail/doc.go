@@ -121,6 +121,17 @@
 // what forked sessions share with the template. A session that cannot be
 // forked starts cold ([Session.Fallback]). [CheckForked] probes it.
 //
+// Which code runs where: in a cold session, pid 1 is the Go init stage
+// (backend/jail/internal/initstage) and the session's supervisor is Go
+// (internal/supervisor): it launches and reaps the worker, watches the
+// workspace with inotify and reads files with openat2. In a forked session
+// everything after the fork is the template's Python (zygote.py): the
+// namespaces, mounts, privilege drop and seccomp, and a second supervisor
+// that speaks the same supervisor protocol, forks its workers from itself,
+// and lists changed files by walking the whole workspace before and after
+// each block. Both paths are held to the same hostile cases, escape probes
+// and shared suite; their costs differ (docs/benchmarks.md).
+//
 // # Platforms
 //
 // Linux 5.12 or later on amd64. Elsewhere, and where user namespaces are
