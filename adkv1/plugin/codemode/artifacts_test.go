@@ -225,7 +225,7 @@ print(load_artifact(filename="kept")["data"])`), say("ok"))
 }
 
 // bigTool returns {"body": "x" * size}.
-func bigTool(t *testing.T) tool.Tool {
+func bigTool(t testing.TB) tool.Tool {
 	t.Helper()
 	big, err := functiontool.New(functiontool.Config{Name: "fetch_report", Description: "Fetch a report."},
 		func(_ agent.ToolContext, a struct {
