@@ -4,6 +4,7 @@ package codemode
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,15 +69,20 @@ func (exec *execCall) flushResults(ctx context.Context) {
 
 // saveResults saves list, in call order, as one tool-results artifact
 // named after its first call. A failed save leaves them unsaved, as a
-// single result's failed save does: the code has its values already.
+// single result's failed save does (the code has its values already), and
+// is logged, since a host that forwards results misses the block's.
 func saveResults(ctx context.Context, exec *execCall, list []ToolResult) {
 	sort.SliceStable(list, func(i, j int) bool { return callNumber(list[i].CallID) < callNumber(list[j].CallID) })
+	name := toolResultsArtifactName(list[0].CallID)
 	data, err := marshalJSON(toolResults{Results: list})
-	if err != nil {
-		return
+	if err == nil {
+		part := &genai.Part{InlineData: &genai.Blob{MIMEType: ToolResultsMIMEType, Data: data}}
+		_, err = exec.save(ctx, name, part)
 	}
-	part := &genai.Part{InlineData: &genai.Blob{MIMEType: ToolResultsMIMEType, Data: data}}
-	_, _ = exec.save(ctx, toolResultsArtifactName(list[0].CallID), part)
+	if err != nil {
+		slog.Warn("codemode: the tool results of a block were not saved as an artifact; check the artifact service",
+			"artifact", name, "results", len(list), "err", err)
+	}
 }
 
 // callNumber is a tool call's number within its block, the last
