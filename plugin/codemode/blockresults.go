@@ -28,14 +28,14 @@ type toolResults struct {
 	Results []ToolResult `json:"results"`
 }
 
-// collect adds r to the results exec saves at the end of its block, and
+// collect adds r to the results c saves at the end of its block, and
 // saves them now when they pass maxPendingResultBytes. It reports false
 // when the block is past saving them, so the caller saves r alone.
-func (exec *execCall) collect(ctx context.Context, r ToolResult) bool {
-	exec.mu.Lock()
-	p := &exec.pending
-	if p.done || exec.closed {
-		exec.mu.Unlock()
+func (c *execCall) collect(ctx context.Context, r ToolResult) bool {
+	c.mu.Lock()
+	p := &c.pending
+	if p.done || c.closed {
+		c.mu.Unlock()
 		return false
 	}
 	p.list = append(p.list, r)
@@ -44,24 +44,24 @@ func (exec *execCall) collect(ctx context.Context, r ToolResult) bool {
 	if p.bytes > maxPendingResultBytes {
 		full, p.list, p.bytes = p.list, nil, 0
 	}
-	exec.mu.Unlock()
+	c.mu.Unlock()
 	if full != nil {
-		saveResults(ctx, exec, full)
+		saveResults(ctx, c, full)
 	}
 	return true
 }
 
-// flushResults saves the results exec still holds, as one artifact. It
+// flushResults saves the results c still holds, as one artifact. It
 // runs when the execute_code call returns, before its artifacts are
 // reported, so that the artifact is on the call's event.
-func (exec *execCall) flushResults(ctx context.Context) {
-	exec.mu.Lock()
-	p := &exec.pending
+func (c *execCall) flushResults(ctx context.Context) {
+	c.mu.Lock()
+	p := &c.pending
 	list := p.list
 	p.list, p.bytes, p.done = nil, 0, true
-	exec.mu.Unlock()
+	c.mu.Unlock()
 	if len(list) > 0 {
-		saveResults(ctx, exec, list)
+		saveResults(ctx, c, list)
 	}
 }
 
