@@ -552,6 +552,7 @@ func (e *engine) resume(ctx agent.Context, conf *toolconfirmation.ToolConfirmati
 	tn.begin(exec)
 	defer tn.end(exec)
 	defer e.reportArtifacts(ctx, exec)
+	defer exec.flushResults(ctx)
 	f := p.f
 	answer := *conf
 	f.mu.Lock()

@@ -137,10 +137,13 @@
 // turns: save_artifact, load_artifact and list_artifacts are importable
 // from tools (Config.DisableArtifactTools leaves them out); the files a
 // block creates or changes in the workspace are saved under
-// [WorkspaceArtifactName]; and each tool result is saved as a
-// tool-result artifact ([IsToolResultArtifact], [ReadToolResult];
-// Config.DisableToolResultArtifacts turns this off), a result over
-// Config.LargeResultBytes reaching the code as a pointer to it. Every
+// [WorkspaceArtifactName]; and the tool results of a block are saved
+// together, as one tool-result artifact written when the block's
+// execute_code call returns ([IsToolResultArtifact], [ReadToolResults];
+// Config.DisableToolResultArtifacts turns this off). A result the code
+// names with artifact_name is saved alone under that name, and one over
+// Config.LargeResultBytes alone at once, reaching the code as a pointer
+// to it. Every
 // version saved during a block is on the execute_code event's
 // Actions.ArtifactDelta and is passed to Config.OnArtifactsSaved. Without
 // an artifact service, the artifact tools raise a ToolError of type

@@ -12,8 +12,9 @@ import (
 )
 
 // A host goes through a session's artifacts and picks out the tool results
-// that code saved, reading back which tool produced each one.
-func ExampleReadToolResult() {
+// that code saved, reading back which tool produced each one: a block's
+// results are in one artifact, a named or large result in one of its own.
+func ExampleReadToolResults() {
 	ctx := context.Background()
 	svc := artifact.InMemoryService()
 	save := func(name string, part *genai.Part) {
@@ -22,10 +23,17 @@ func ExampleReadToolResult() {
 			panic(err)
 		}
 	}
-	// What a block might leave behind: a tool result and a workspace file.
-	save("codemode-tool-get_weather-call1-1.json", &genai.Part{InlineData: &genai.Blob{
+	// What a block might leave behind: its tool results, one result the
+	// code named, and a workspace file.
+	save("codemode-tool-results-call1-1.json", &genai.Part{InlineData: &genai.Blob{
+		MIMEType: codemode.ToolResultsMIMEType,
+		Data: []byte(`{"results":[` +
+			`{"tool":"get_weather","call_id":"codemode-call1-1","result":{"city":"Paris","temp_c":18}},` +
+			`{"tool":"get_weather","call_id":"codemode-call1-2","result":{"city":"Oslo","temp_c":4}}]}`),
+	}})
+	save("forecast.json", &genai.Part{InlineData: &genai.Blob{
 		MIMEType: codemode.ToolResultMIMEType,
-		Data:     []byte(`{"tool":"get_weather","call_id":"codemode-call1-1","result":{"city":"Paris","temp_c":18}}`),
+		Data:     []byte(`{"tool":"get_forecast","call_id":"codemode-call1-3","artifact_name":"forecast","result":{"days":3}}`),
 	}})
 	save("report.csv", &genai.Part{InlineData: &genai.Blob{MIMEType: "text/csv", Data: []byte("a,b\n")}})
 
@@ -42,13 +50,17 @@ func ExampleReadToolResult() {
 			fmt.Printf("%s: not a tool result\n", name)
 			continue
 		}
-		r, err := codemode.ReadToolResult(resp.Part)
+		results, err := codemode.ReadToolResults(resp.Part)
 		if err != nil {
 			panic(err)
 		}
-		fmt.Printf("%s: %s returned %s\n", name, r.Tool, r.Result)
+		for _, r := range results {
+			fmt.Printf("%s: %s returned %s\n", name, r.Tool, r.Result)
+		}
 	}
 	// Output:
-	// codemode-tool-get_weather-call1-1.json: get_weather returned {"city":"Paris","temp_c":18}
+	// codemode-tool-results-call1-1.json: get_weather returned {"city":"Paris","temp_c":18}
+	// codemode-tool-results-call1-1.json: get_weather returned {"city":"Oslo","temp_c":4}
+	// forecast.json: get_forecast returned {"days":3}
 	// report.csv: not a tool result
 }

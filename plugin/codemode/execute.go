@@ -73,6 +73,8 @@ func (t *execTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	// a lost connection): no save is accepted once the delta is taken, so
 	// the hook sees what the event records.
 	defer e.reportArtifacts(ctx, exec)
+	// The block's tool results are saved before they are reported.
+	defer exec.flushResults(ctx)
 	// The surface is resolved on the turn the call runs on: a turn looked
 	// up again could be another one, created after this one was released.
 	if _, err := e.surfaceOf(ctx, tn); err != nil {
@@ -313,10 +315,10 @@ func (e *engine) saveFiles(ctx agent.Context, exec *execCall, sess transport.Ses
 }
 
 // fileMIMEType guesses a workspace file's MIME type from its extension,
-// else application/octet-stream. The tool-result type is never given.
+// else application/octet-stream. The tool-result types are never given.
 func fileMIMEType(p string) string {
 	t := mime.TypeByExtension(path.Ext(p))
-	if t == "" || baseMIME(t) == ToolResultMIMEType {
+	if t == "" || isToolResultMIME(t) {
 		return "application/octet-stream"
 	}
 	return t

@@ -118,7 +118,7 @@ func say(text string) step {
 
 // fixture is a runner with the plugin, a scripted model and an agent.
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	hooks    *hookSet
 	model    *scriptedModel
 	sessions session.Service
@@ -135,7 +135,7 @@ type fixtureConfig struct {
 	model     model.LLM        // the agent's model, in place of the scripted one
 }
 
-func newFixture(t *testing.T, m *scriptedModel, fc fixtureConfig) *fixture {
+func newFixture(t testing.TB, m *scriptedModel, fc fixtureConfig) *fixture {
 	t.Helper()
 	if fc.cfg.Backend == nil {
 		fc.cfg.Backend = testBackend(t)
@@ -216,7 +216,7 @@ func outputs(evs []*session.Event) []map[string]any {
 
 // testBackend returns the jail; where namespaces are unavailable it skips
 // the test, or fails it under CODEMODE_REQUIRE_ALL=1 (see hostcap).
-func testBackend(t *testing.T) transport.Backend {
+func testBackend(t testing.TB) transport.Backend {
 	t.Helper()
 	b := &jail.Backend{}
 	jailOnce.Do(func() {

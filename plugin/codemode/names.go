@@ -15,24 +15,37 @@ import (
 //
 //	codemode-stdout-<call>.txt     full stdout of a block cut for the model
 //	codemode-stderr-<call>.txt     full stderr of a block cut for the model
-//	codemode-tool-<tool>-<call>-<n>.json  a tool result saved without artifact_name
+//	codemode-tool-results-<call>-<n>.json  the tool results of a block
+//	codemode-tool-<tool>-<call>-<n>.json   a tool result over Config.LargeResultBytes
 //	<artifact_name>.json           a tool result saved with artifact_name
 //	<escaped path>                 a workspace file; see WorkspaceArtifactName
 //
-// <call> is the execute_code function call id and, for a tool result,
-// <n> the tool call's number among the calls of its block, which goes on
-// across a pause for approval; both are reduced to [A-Za-z0-9_.-]. Names
+// <call> is the execute_code function call id and <n> a tool call's
+// number among the calls of its block, which goes on across a pause for
+// approval; both are reduced to [A-Za-z0-9_.-]. The results of a block are
+// saved together when its execute_code call returns (also when it pauses
+// for approval), named after the first call among them; a block whose
+// results pass 8 MiB saves them in more than one such artifact. Names
 // that start with ReservedPrefix belong to Code Mode: save_artifact
 // refuses them, and a workspace file is never saved under one.
 const ReservedPrefix = "codemode-"
 
-// ToolResultMIMEType is the MIME type of every tool-result artifact, and
-// the mark a host reads to tell one apart: save_artifact refuses it, and a
-// workspace file is never given it, so only the host saves it. The data is
-// a JSON [ToolResult].
+// ToolResultMIMEType is the MIME type of an artifact that holds one tool
+// result: one the code named with artifact_name, or one over
+// Config.LargeResultBytes. The data is a JSON [ToolResult].
+//
+// This type and [ToolResultsMIMEType] are the marks a host reads to tell
+// tool results apart: save_artifact refuses both, and a workspace file is
+// never given either, so only the host saves them. [ReadToolResults]
+// reads both.
 const ToolResultMIMEType = "application/vnd.codemode.tool-result+json"
 
-// ToolResult is the content of a tool-result artifact.
+// ToolResultsMIMEType is the MIME type of an artifact that holds the other
+// tool results of a block, in call order. The data is a JSON object whose
+// "results" member is an array of [ToolResult].
+const ToolResultsMIMEType = "application/vnd.codemode.tool-results+json"
+
+// ToolResult is one tool result saved by Code Mode.
 type ToolResult struct {
 	// Tool is the raw ADK name of the tool.
 	Tool string `json:"tool"`
@@ -48,24 +61,41 @@ type ToolResult struct {
 }
 
 // IsToolResultArtifact reports whether part, as loaded from the artifact
-// service, holds a tool result saved by Code Mode.
+// service, holds tool results saved by Code Mode: one
+// ([ToolResultMIMEType]) or a block's ([ToolResultsMIMEType]).
 func IsToolResultArtifact(part *genai.Part) bool {
-	return part != nil && part.InlineData != nil && part.InlineData.MIMEType == ToolResultMIMEType
+	return part != nil && part.InlineData != nil && isToolResultMIME(part.InlineData.MIMEType)
 }
 
-// ErrNotToolResult is returned by ReadToolResult for any other artifact.
+// isToolResultMIME says whether mimeType, parameters aside, is one of the
+// types reserved for tool results.
+func isToolResultMIME(mimeType string) bool {
+	t := baseMIME(mimeType)
+	return t == ToolResultMIMEType || t == ToolResultsMIMEType
+}
+
+// ErrNotToolResult is returned by ReadToolResults for any other artifact.
 var ErrNotToolResult = errors.New("codemode: not a tool-result artifact")
 
-// ReadToolResult decodes a tool-result artifact.
-func ReadToolResult(part *genai.Part) (*ToolResult, error) {
+// ReadToolResults decodes a tool-result artifact of either kind: the
+// results of a block, in call order, or the one result of an artifact
+// that holds one.
+func ReadToolResults(part *genai.Part) ([]ToolResult, error) {
 	if !IsToolResultArtifact(part) {
 		return nil, ErrNotToolResult
 	}
-	var r ToolResult
-	if err := json.Unmarshal(part.InlineData.Data, &r); err != nil {
-		return nil, fmt.Errorf("codemode: decode tool result: %w", err)
+	if baseMIME(part.InlineData.MIMEType) == ToolResultMIMEType {
+		var r ToolResult
+		if err := json.Unmarshal(part.InlineData.Data, &r); err != nil {
+			return nil, fmt.Errorf("codemode: decode a tool result: %w", err)
+		}
+		return []ToolResult{r}, nil
 	}
-	return &r, nil
+	var rs toolResults
+	if err := json.Unmarshal(part.InlineData.Data, &rs); err != nil {
+		return nil, fmt.Errorf("codemode: decode tool results: %w", err)
+	}
+	return rs.Results, nil
 }
 
 // WorkspaceArtifactName returns the artifact name of a workspace file, by

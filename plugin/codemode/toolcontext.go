@@ -27,6 +27,8 @@ type execCall struct {
 	mu     sync.Mutex
 	closed bool             // the execute_code call returned; late effects are dropped
 	delta  map[string]int64 // artifacts saved during the call: name → highest version
+	// pending are the tool results saved together when the call returns.
+	pending pendingResults
 }
 
 // errCallEnded refuses effects that arrive after execute_code returned.

@@ -554,6 +554,7 @@ func (e *engine) resume(ctx agent.ToolContext, conf *toolconfirmation.ToolConfir
 	tn.begin(exec)
 	defer tn.end(exec)
 	defer e.reportArtifacts(ctx, exec)
+	defer exec.flushResults(ctx)
 	f := p.f
 	answer := *conf
 	f.mu.Lock()

@@ -599,8 +599,8 @@ print(res)
 // twice for approval, resuming first under the execute_code call ADK runs
 // again and then under one the plugin makes for the second request, each
 // get an id of their own, the same every time the one call runs (a call
-// that asked for confirmation runs again with its id), and their saved
-// results one artifact each, at version 1.
+// that asked for confirmation runs again with its id), and their results
+// are saved once each, in one artifact per execute_code call, at version 1.
 func TestApprovalCallIDsNeverRepeat(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string][]string{} // call id → what ran under it
@@ -659,26 +659,45 @@ print("done")
 		t.Errorf("runs by tool %v under %d ids, want %v under 6 (every call its own id): %v", got, len(seen), want, seen)
 	}
 
-	// Each call's result is an artifact of its own, saved once.
+	// The results are saved a part of the block at a time, each when its
+	// execute_code call returned: every call's result once, under its own
+	// id, and every artifact at version 1.
 	resp, err := svc.List(ctx, &artifact.ListRequest{AppName: "test", UserID: "user", SessionID: "s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []string
+	var parts int
+	saved := map[string]int{} // call id → times saved
 	for _, name := range resp.FileNames {
-		if !strings.HasPrefix(name, "codemode-tool-") {
+		p := loadArtifactPart(t, svc, "s1", name, 0)
+		if !IsToolResultArtifact(p) {
 			continue
 		}
-		results = append(results, name)
+		parts++
+		rs, err := ReadToolResults(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 0 || name != toolResultsArtifactName(rs[0].CallID) {
+			t.Errorf("artifact %s holds %d results, want at least one, named after the first", name, len(rs))
+		}
+		for _, r := range rs {
+			saved[r.CallID]++
+		}
 		versions, err := svc.Versions(ctx, &artifact.VersionsRequest{AppName: "test", UserID: "user", SessionID: "s1", FileName: name})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(versions.Versions) != 1 {
-			t.Errorf("artifact %s has versions %v: two calls saved under one name", name, versions.Versions)
+			t.Errorf("artifact %s has versions %v: two parts saved under one name", name, versions.Versions)
 		}
 	}
-	if len(results) != 6 {
-		t.Errorf("tool-result artifacts %v, want one for each of the 6 calls", results)
+	for id := range seen {
+		if saved[id] != 1 {
+			t.Errorf("call %s: result saved %d times, want once", id, saved[id])
+		}
+	}
+	if len(saved) != 6 || parts != 3 {
+		t.Errorf("results of %d calls in %d artifacts, want the 6 calls in 3 (one per execute_code call)", len(saved), parts)
 	}
 }

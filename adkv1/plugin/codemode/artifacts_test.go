@@ -88,10 +88,11 @@ for bad in ("codemode-stdout-x.txt", "a/b"):
         save_artifact(filename=bad, content="x", mime_type="text/plain")
     except ToolError as e:
         print(e.type)
-try:
-    save_artifact(filename="forged.json", content="{}", mime_type="application/vnd.codemode.tool-result+json")
-except ToolError as e:
-    print(e.type)
+for forged in ("application/vnd.codemode.tool-result+json", "application/vnd.codemode.tool-results+json; charset=utf-8"):
+    try:
+        save_artifact(filename="forged.json", content="{}", mime_type=forged)
+    except ToolError as e:
+        print(e.type)
 `), say("ok"))
 	f := newFixture(t, m, fixtureConfig{artifacts: svc})
 	out := outputs(f.turn(t.Context(), "s1", "go"))[0]
@@ -104,7 +105,7 @@ except ToolError as e:
 		"bytes application/octet-stream True",
 		"None None",
 		"['blob.bin', 'data.json', 'notes.md']",
-		"ArtifactNameError", "ArtifactNameError", "ArtifactNameError",
+		"ArtifactNameError", "ArtifactNameError", "ArtifactNameError", "ArtifactNameError",
 		"",
 	}, "\n")
 	if diff := cmp.Diff(want, out["stdout"]); diff != "" {
@@ -224,7 +225,7 @@ print(load_artifact(filename="kept")["data"])`), say("ok"))
 }
 
 // bigTool returns {"body": "x" * size}.
-func bigTool(t *testing.T) tool.Tool {
+func bigTool(t testing.TB) tool.Tool {
 	t.Helper()
 	big, err := functiontool.New(functiontool.Config{Name: "fetch_report", Description: "Fetch a report."},
 		func(_ agent.ToolContext, a struct {
@@ -269,10 +270,12 @@ print(len(full["result"]["body"]), full["tool"])`), say("ok"))
 	if diff := cmp.Diff(want, out["stdout"]); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}
-	// The host tells the tool results apart from the other artifacts.
-	smallName := fmt.Sprintf("codemode-tool-fetch_report-%s-1.json", execID)
+	// The host tells the tool results apart from the other artifacts. The
+	// named result and the large one are saved alone; the small one is
+	// saved with the block's others (here none).
+	smallName := fmt.Sprintf("codemode-tool-results-%s-1.json", execID)
 	names := listArtifactNames(t, svc, "s1")
-	if diff := cmp.Diff([]string{"My_Report.json", smallName, bigName}, names); diff != "" {
+	if diff := cmp.Diff([]string{"My_Report.json", bigName, smallName}, names); diff != "" {
 		t.Errorf("artifacts (-want +got):\n%s", diff)
 	}
 	for _, name := range names {
@@ -281,13 +284,21 @@ print(len(full["result"]["body"]), full["tool"])`), say("ok"))
 			t.Errorf("%s is not recognised as a tool result: %q", name, p.InlineData.MIMEType)
 		}
 	}
-	r, err := ReadToolResult(loadArtifactPart(t, svc, "s1", "My_Report.json", 0))
+	r, err := ReadToolResults(loadArtifactPart(t, svc, "s1", "My_Report.json", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantR := &ToolResult{Tool: "fetch_report", CallID: fmt.Sprintf("codemode-%s-2", execID), Name: "My Report!", Description: "three x", Result: json.RawMessage(`{"body":"xxx"}`)}
+	wantR := []ToolResult{{Tool: "fetch_report", CallID: fmt.Sprintf("codemode-%s-2", execID), Name: "My Report!", Description: "three x", Result: json.RawMessage(`{"body":"xxx"}`)}}
 	if diff := cmp.Diff(wantR, r); diff != "" {
-		t.Errorf("ReadToolResult (-want +got):\n%s", diff)
+		t.Errorf("ReadToolResults of the named result (-want +got):\n%s", diff)
+	}
+	r, err = ReadToolResults(loadArtifactPart(t, svc, "s1", smallName, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantR = []ToolResult{{Tool: "fetch_report", CallID: fmt.Sprintf("codemode-%s-1", execID), Result: json.RawMessage(`{"body":"xxxxxxxxxx"}`)}}
+	if diff := cmp.Diff(wantR, r); diff != "" {
+		t.Errorf("ReadToolResults of the block's results (-want +got):\n%s", diff)
 	}
 }
 

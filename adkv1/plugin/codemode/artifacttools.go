@@ -136,8 +136,8 @@ func saveArtifact(ctx agent.ToolContext, a agent.Artifacts, args map[string]any)
 	if mimeType == "" {
 		mimeType = "application/octet-stream"
 	}
-	if baseMIME(mimeType) == ToolResultMIMEType {
-		return nil, &ArtifactNameError{Name: name, Reason: "the MIME type " + ToolResultMIMEType + " is reserved for tool results"}
+	if isToolResultMIME(mimeType) {
+		return nil, &ArtifactNameError{Name: name, Reason: "the MIME type " + baseMIME(mimeType) + " is reserved for tool results; choose another, such as application/json"}
 	}
 	var data []byte
 	if isTextMIME(mimeType) {

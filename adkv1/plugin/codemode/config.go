@@ -109,9 +109,11 @@ type Config struct {
 	DisableArtifactTools bool
 	// DisableToolResultArtifacts stops saving the result of each tool
 	// called from code as an artifact. By default each such tool gains the
-	// optional parameters artifact_name and artifact_description, and its
-	// result is saved under a name of the ToolResultMIMEType kind; see
-	// [IsToolResultArtifact].
+	// optional parameters artifact_name and artifact_description, and the
+	// results of a block are saved together when it ends, in an artifact
+	// of the ToolResultsMIMEType kind (one the code named, or one over
+	// LargeResultBytes, alone, of the ToolResultMIMEType kind); see
+	// [ReadToolResults].
 	DisableToolResultArtifacts bool
 	// LargeResultBytes is the size of a tool result (its JSON encoding)
 	// past which the code gets a short pointer to the saved artifact instead

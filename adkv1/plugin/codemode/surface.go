@@ -94,7 +94,7 @@ func withNamingParams(decl *genai.FunctionDeclaration) (*genai.FunctionDeclarati
 	}
 	var addName, addDesc bool
 	if _, ok := props[paramArtifactName]; !ok {
-		props[paramArtifactName] = map[string]any{"type": "string", "description": "Save this call's result as an artifact under this name (.json is added); by default it is saved as codemode-tool-<tool>-<call>.json."}
+		props[paramArtifactName] = map[string]any{"type": "string", "description": "Save this call's result as an artifact under this name (.json is added); by default it is saved with the block's other results, as codemode-tool-results-<call>.json."}
 		addName = true
 	}
 	if _, ok := props[paramArtifactDescription]; !ok {
