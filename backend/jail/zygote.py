@@ -10,7 +10,9 @@
 # three descriptors per session (its setup socket, its supervisor socket,
 # the write end of its stderr pipe) and EOF to retire the template; the
 # template writes one "ready" message when it can fork. 4: the runner's
-# source, read to EOF at start.
+# source, read to EOF at start. 5: this program's own source, which the
+# short bootstrap on the command line reads and runs (zygote_linux.go), so
+# that the command line holds no source.
 #
 # The template holds nothing of any session: everything a session gets
 # comes over that session's own setup socket, read by the forked child.
