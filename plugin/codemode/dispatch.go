@@ -23,7 +23,7 @@ import (
 // long-running tool) a result that comes later. A tool that asks for
 // confirmation is not refused: the block pauses until a person answers.
 type UnsupportedToolActionError struct {
-	Tool    string
+	Tool    string // as code calls it: get_sum, tools.files.list_
 	Actions []string
 }
 
