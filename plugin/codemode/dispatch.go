@@ -35,7 +35,7 @@ func (e *UnsupportedToolActionError) Error() string {
 // CallbackError reports that the callbacks a direct call of a tool would go
 // through could not be found, so the call from code was refused.
 type CallbackError struct {
-	Tool string
+	Tool string // as code calls it: get_sum, tools.files.list_
 	Err  error
 }
 
@@ -204,7 +204,7 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	if err != nil {
 		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}, nil
 	}
-	c, err := e.chainFor(exec, st.name)
+	c, err := e.chainFor(exec, st.code)
 	if err != nil {
 		return errorResult(st.name, err), nil
 	}
