@@ -4,6 +4,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -46,7 +47,7 @@ func packageReport(t *testing.T, python, mode string, site bool, dirs ...string)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		t.Fatalf("the package report failed: %v\n%s", err, stderr)
