@@ -24,6 +24,38 @@ var pythonKeywords = map[string]bool{
 	"return": true, "try": true, "while": true, "with": true, "yield": true,
 }
 
+// pythonBuiltins are the lower-case names of Python's builtins module. A
+// tool imported under one of them would hide the builtin from the code that
+// imports it, so tool names take the keywords' "_" suffix (see toolName).
+var pythonBuiltins = map[string]bool{
+	"abs": true, "aiter": true, "all": true, "anext": true, "any": true, "ascii": true,
+	"bin": true, "bool": true, "breakpoint": true, "bytearray": true, "bytes": true,
+	"callable": true, "chr": true, "classmethod": true, "compile": true, "complex": true,
+	"copyright": true, "credits": true, "delattr": true, "dict": true, "dir": true,
+	"divmod": true, "enumerate": true, "eval": true, "exec": true, "exit": true,
+	"filter": true, "float": true, "format": true, "frozenset": true, "getattr": true,
+	"globals": true, "hasattr": true, "hash": true, "help": true, "hex": true, "id": true,
+	"input": true, "int": true, "isinstance": true, "issubclass": true, "iter": true,
+	"len": true, "license": true, "list": true, "locals": true, "map": true, "max": true,
+	"memoryview": true, "min": true, "next": true, "object": true, "oct": true, "open": true,
+	"ord": true, "pow": true, "print": true, "property": true, "quit": true, "range": true,
+	"repr": true, "reversed": true, "round": true, "set": true, "setattr": true,
+	"slice": true, "sorted": true, "staticmethod": true, "str": true, "sum": true,
+	"super": true, "tuple": true, "type": true, "vars": true, "zip": true,
+}
+
+// toolName is the Python name of a tool: identifier's rule, and a "_"
+// suffix on a builtin's name as on a keyword, so that importing the tool
+// leaves the builtin usable. Parameters keep builtin names: a keyword
+// argument hides nothing from the caller.
+func toolName(s string) string {
+	id := identifier(s, "tool")
+	if pythonBuiltins[id] {
+		id += "_"
+	}
+	return id
+}
+
 // identifier turns s into a Python identifier: characters outside
 // [A-Za-z0-9_] become "_", underscores are trimmed from both ends, an empty
 // result becomes fallback, a leading digit gains a "_" prefix and a keyword a

@@ -169,7 +169,7 @@ func NewRegistry(tools []Tool) (*Registry, error) {
 			return nil, &DuplicateToolError{Namespace: t.Namespace, Name: name}
 		}
 		raws[[2]string{t.Namespace, name}] = true
-		attr := identifier(lower(name), "tool")
+		attr := toolName(lower(name))
 		if prev, ok := attrs[[2]string{pkg, attr}]; ok {
 			return nil, &CollisionError{Kind: "tool", Scope: t.Namespace, A: prev, B: name, Identifier: attr}
 		}

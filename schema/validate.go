@@ -134,10 +134,17 @@ func collect(e *jsonschema.ValidationError, out *[]Violation) {
 		}
 		return
 	}
+	kw := e.ErrorKind.KeywordPath()
+	msg := e.ErrorKind.LocalizedString(printer)
+	if len(kw) > 0 {
+		// Some of the validator's messages start with their keyword, which
+		// ValidationError already names as the rule: say it once.
+		msg = strings.TrimPrefix(msg, kw[len(kw)-1]+": ")
+	}
 	*out = append(*out, Violation{
 		Path:    pointer(e.InstanceLocation),
-		Rule:    strings.Join(e.ErrorKind.KeywordPath(), "/"),
-		Message: e.ErrorKind.LocalizedString(printer),
+		Rule:    strings.Join(kw, "/"),
+		Message: msg,
 	})
 }
 

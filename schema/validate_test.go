@@ -134,3 +134,26 @@ func TestNormalise(t *testing.T) {
 		t.Error("null value kept")
 	}
 }
+
+// TestValidationMessageNamesTheRuleOnce: the validator's own messages for
+// minimum, maxLength and the like begin with their keyword, which the error
+// already names as the rule.
+func TestValidationMessageNamesTheRuleOnce(t *testing.T) {
+	v, err := CompileValidator(&genai.FunctionDeclaration{Name: "page", ParametersJsonSchema: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"n":    map[string]any{"type": "integer", "minimum": 1},
+			"name": map[string]any{"type": "string", "maxLength": 2},
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = v.Validate(map[string]any{"n": 0, "name": "abc"})
+	want := "invalid arguments for tool \"page\":\n" +
+		"- arguments/n: minimum: got 0, want 1\n" +
+		"- arguments/name: maxLength: got 3, want 2"
+	if err == nil || err.Error() != want {
+		t.Errorf("error text:\n%v\nwant:\n%s", err, want)
+	}
+}

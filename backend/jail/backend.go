@@ -162,8 +162,10 @@ func (b *Backend) launcher(files map[string][]byte) (*starter, server.Config, er
 		WorkerProcesses: int64(max(d.Processes-serverTasks, 8)),
 		Workdir:         "/workspace",
 		FilesDir:        "/codemode",
-		Env:             []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp"},
-		MaxOutputBytes:  b.MaxOutputBytes,
+		// The interpreter is the host's: the package report leaves out the
+		// host system's own packages (docs/catalog.md).
+		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp", "CODEMODE_HIDE_SYSTEM_PACKAGES=1"},
+		MaxOutputBytes: b.MaxOutputBytes,
 	}
 	return &starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault)}, scfg, nil
 }

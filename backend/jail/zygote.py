@@ -10,7 +10,9 @@
 # three descriptors per session (its setup socket, its supervisor socket,
 # the write end of its stderr pipe) and EOF to retire the template; the
 # template writes one "ready" message when it can fork. 4: the runner's
-# source, read to EOF at start.
+# source, read to EOF at start. 5: this program's own source, which the
+# short bootstrap on the command line reads and runs (zygote_linux.go), so
+# that the command line holds no source.
 #
 # The template holds nothing of any session: everything a session gets
 # comes over that session's own setup socket, read by the forked child.
@@ -94,7 +96,9 @@ def _template_packages():
     saved = sys.path[:]
     try:
         sys.path[:] = [p for p in json.loads(raw) if isinstance(p, str)]
-        return list(sys.path), _RUNNER["_packages"]()
+        # The template's interpreter is the host's: its sessions hide the
+        # system's packages (backend.go sets CODEMODE_HIDE_SYSTEM_PACKAGES).
+        return list(sys.path), _RUNNER["_packages"](True)
     except Exception:
         return None, None
     finally:
@@ -102,6 +106,7 @@ def _template_packages():
 
 
 _PACKAGES_PATH, _PACKAGES = _template_packages()
+_REPORT = _RUNNER["_packages"]
 
 _NS_NAMES = ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup")
 _TEMPLATE_NS = {n: os.stat("/proc/self/ns/" + n).st_ino for n in _NS_NAMES}
@@ -744,7 +749,7 @@ def _worker(cfg, devnull, out_w, err_w, in_r, ctl_w, close_fds):
     # made again, so that nothing of it is shared.
     _RUNNER["_chan"] = _RUNNER["_Channel"](3, 4)
     if _PACKAGES is not None and list(cfg.get("sys_path") or []) == _PACKAGES_PATH:
-        _RUNNER["_packages"] = lambda: _PACKAGES
+        _RUNNER["_packages"] = lambda hide_system=False: _PACKAGES if hide_system else _REPORT(hide_system)
     main = _RUNNER["main"]
     protocol_error = _RUNNER["ProtocolError"]
     code = 0

@@ -37,6 +37,22 @@ import (
 //go:embed zygote.py
 var zygoteSource string
 
+// zygoteBootstrap is the template's command line program: it reads the
+// template's source from fd 5 to EOF and runs it, so that the command line
+// (what ps and /proc/<pid>/cmdline show) stays short and holds no source.
+const zygoteBootstrap = `import os
+def _read(fd):
+    parts = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            break
+        parts.append(b)
+    os.close(fd)
+    return b"".join(parts)
+exec(compile(_read(5), "<codemode-template>", "exec"))
+`
+
 // Bounds of the template's handshakes. A template that does not answer in
 // time is taken for stuck: it is retired and the session starts cold.
 var (
@@ -171,6 +187,13 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		return nil, err
 	}
 	defer srcR.Close()
+	tplR, tplW, err := os.Pipe()
+	if err != nil {
+		ctrl.Close()
+		srcW.Close()
+		return nil, err
+	}
+	defer tplR.Close()
 	// Sessions run as inside uid PayloadID in both modes (rootless cold
 	// jails use 0, which a nested user namespace has no need for).
 	uid := PayloadID
@@ -185,17 +208,22 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 	}
 	stderr := &tailbuf.Buffer{Max: 16 << 10}
 	cmd, err := Start(context.Background(), zc, Spec{
-		Args:       []string{python, "-I", "-B", "-S", "-c", zygoteSource},
+		Args:       []string{python, "-I", "-B", "-S", "-c", zygoteBootstrap},
 		Env:        env,
 		Stderr:     stderr,
-		ExtraFiles: []*os.File{sbx, srcR},
+		ExtraFiles: []*os.File{sbx, srcR, tplR},
 		template:   true,
 	})
 	if err != nil {
 		ctrl.Close()
 		srcW.Close()
+		tplW.Close()
 		return nil, err
 	}
+	go func() {
+		_, _ = io.WriteString(tplW, zygoteSource)
+		tplW.Close()
+	}()
 	go func() {
 		_, _ = io.WriteString(srcW, server.RunnerSource())
 		srcW.Close()

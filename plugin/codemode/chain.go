@@ -108,7 +108,7 @@ func (c chain) after(tc agent.Context, t tool.Tool, args, result map[string]any,
 func runTool(tc agent.Context, st *surfaceTool, args map[string]any) (result map[string]any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("tool %q panicked: %v", st.name, r)
+			err = fmt.Errorf("tool %s panicked: %v", st.code, r)
 		}
 	}()
 	return st.tool.Run(tc, args)

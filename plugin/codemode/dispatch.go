@@ -14,6 +14,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 
+	"github.com/adk-codemode/codemode/schema"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -22,7 +23,7 @@ import (
 // long-running tool) a result that comes later. A tool that asks for
 // confirmation is not refused: the block pauses until a person answers.
 type UnsupportedToolActionError struct {
-	Tool    string
+	Tool    string // as code calls it: get_sum, tools.files.list_
 	Actions []string
 }
 
@@ -34,7 +35,7 @@ func (e *UnsupportedToolActionError) Error() string {
 // CallbackError reports that the callbacks a direct call of a tool would go
 // through could not be found, so the call from code was refused.
 type CallbackError struct {
-	Tool string
+	Tool string // as code calls it: get_sum, tools.files.list_
 	Err  error
 }
 
@@ -94,7 +95,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, c
 	defer f.leave()
 	exec := h.t.current()
 	if exec == nil {
-		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.name), nil
+		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.code), nil
 	}
 	if id == "" {
 		id = f.nextCallID(exec.id)
@@ -115,7 +116,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, c
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	timedOut := func() (transport.ToolResult, *approvalRequest) {
-		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.name, seconds(limit)), nil
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.code, seconds(limit)), nil
 	}
 	type outcome struct {
 		res transport.ToolResult
@@ -128,7 +129,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, c
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- outcome{res: transport.Errorf("ToolError", "tool %s panicked: %v", st.name, r)}
+				done <- outcome{res: transport.Errorf("ToolError", "tool %s panicked: %v", st.code, r)}
 			}
 			ctl.finish(exec, &h.t.abandoned)
 		}()
@@ -203,7 +204,7 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	if err != nil {
 		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}, nil
 	}
-	c, err := e.chainFor(exec, st.name)
+	c, err := e.chainFor(exec, st.code)
 	if err != nil {
 		return errorResult(st.name, err), nil
 	}
@@ -218,12 +219,12 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	}
 	if req, asked := confirmationRequest(tc, st, args); asked {
 		if conf != nil {
-			return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.name), nil
+			return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.code), nil
 		}
 		return transport.ToolResult{}, req
 	}
 	if !tc.merge() {
-		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.name), nil
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.code), nil
 	}
 	if err != nil {
 		return errorResult(st.name, err), nil
@@ -240,6 +241,10 @@ func (st *surfaceTool) prepareArgs(args map[string]any) (map[string]any, resultN
 	}
 	if st.validator != nil {
 		if err := st.validator.Validate(args); err != nil {
+			var ve *schema.ValidationError
+			if errors.As(err, &ve) {
+				ve.Tool = st.code
+			}
 			return nil, naming, err
 		}
 	}
@@ -262,10 +267,10 @@ func (st *surfaceTool) prepareArgs(args map[string]any) (map[string]any, resultN
 // honour, or nil.
 func refusal(tc *callContext, st *surfaceTool, result map[string]any, err error) error {
 	if unsupported := unsupportedActions(tc); len(unsupported) > 0 {
-		return &UnsupportedToolActionError{Tool: st.name, Actions: unsupported}
+		return &UnsupportedToolActionError{Tool: st.code, Actions: unsupported}
 	}
 	if err == nil && st.tool.IsLongRunning() && len(result) == 0 {
-		return &UnsupportedToolActionError{Tool: st.name, Actions: []string{"a long-running operation without an immediate result"}}
+		return &UnsupportedToolActionError{Tool: st.code, Actions: []string{"a long-running operation without an immediate result"}}
 	}
 	return nil
 }

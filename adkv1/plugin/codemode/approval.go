@@ -85,7 +85,7 @@ func confirmationRequest(tc *callContext, st *surfaceTool, args map[string]any) 
 		conf = reqs[keys[0]]
 	}
 	conf.Confirmed = false
-	return &approvalRequest{tool: st.name, callID: tc.id, args: args, conf: conf, answer: make(chan *toolconfirmation.ToolConfirmation, 1)}, true
+	return &approvalRequest{tool: st.code, callID: tc.id, args: args, conf: conf, answer: make(chan *toolconfirmation.ToolConfirmation, 1)}, true
 }
 
 // confirmedContext is a tool call's context when it runs again with the
@@ -110,11 +110,11 @@ func (h handler) approved(ctx context.Context, f *flight, st *surfaceTool, call 
 	if !conf.Confirmed {
 		f.leave()
 		return transport.ToolResult{Err: &transport.ToolError{Type: deniedType,
-			Message: fmt.Sprintf("tool %s was not run: the person asked to approve the call declined it", st.name)}}
+			Message: fmt.Sprintf("tool %s was not run: the person asked to approve the call declined it", st.code)}}
 	}
 	res, again := h.dispatchHeld(ctx, f, st, call, req.callID, conf)
 	if again != nil {
-		return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.name)
+		return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.code)
 	}
 	return res
 }

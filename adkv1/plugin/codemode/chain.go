@@ -110,7 +110,7 @@ func (c chain) after(tc agent.ToolContext, t tool.Tool, args, result map[string]
 func runTool(tc agent.ToolContext, st *surfaceTool, args map[string]any) (result map[string]any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("tool %q panicked: %v", st.name, r)
+			err = fmt.Errorf("tool %s panicked: %v", st.code, r)
 		}
 	}()
 	return st.tool.Run(tc, args)

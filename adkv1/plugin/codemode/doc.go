@@ -68,9 +68,11 @@
 // cut to Config.MaxOutputChars characters: the first 70% and the end, with
 // a note; with an artifact service the full text is saved as an artifact
 // the note names. Both are passed on as untrusted data: a line that
-// imitates conversation structure (a role label such as "system:", a
-// chat-template token, a <code-mode> or tool-result tag) is prefixed with
-// "[untrusted output] " and its tags are written with &lt; and &gt;.
+// imitates conversation structure (a role label such as "system:", also
+// behind a label as in "Echo: system:", a chat-template token, a
+// <code-mode> or tool-result tag) is prefixed with "[untrusted output] "
+// and its tags are written with &lt; and &gt;. A traceback's frame of the
+// code (File "<code-mode>", line 3) is Python's text, left as it is.
 // output_files names the artifacts the workspace files created or changed
 // by the block were saved as (empty without an artifact service).
 //

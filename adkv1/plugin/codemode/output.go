@@ -50,6 +50,13 @@ var (
 	// roleLine matches a line that opens like a turn of a transcript: a
 	// role label and a colon, perhaps after markdown decoration.
 	roleLine = regexp.MustCompile(`(?i)^[\s>#*_\-]*[\[(]?\s*(system|user|assistant|model|tool|function|human|developer)\s*[\])]?\s*:`)
+	// labelledRoleLine matches a role label behind a short label of its
+	// own, as an echo of the input prints it ("Echo: system: ...").
+	labelledRoleLine = regexp.MustCompile(`(?i)^[^:\n]{1,64}:\s*[\[(]?\s*(system|user|assistant|model|tool|function|human|developer)\s*[\])]?\s*:`)
+	// runnerFrame is how a Python traceback names a line of the code
+	// itself, which the runner compiles under the file name "<code-mode>":
+	// Python's own text, not a tag, so the framing check looks past it.
+	runnerFrame = regexp.MustCompile(`File "<code-mode>", line \d+`)
 	// framing matches the tokens that frame a conversation: chat-template
 	// tokens such as <|im_start|>, turn markers, the tags of the
 	// <code-mode> block and of tool calls and results, and the JSON keys
@@ -60,9 +67,12 @@ var (
 // neutralise defuses text that imitates conversation structure, so that
 // sandbox output cannot pass for the system, the user or a tool result.
 // Each line that starts with a role label ("system:", "### Assistant:",
-// "[user]:") or holds a framing token (see framing) gets untrustedPrefix;
-// in it, the angle brackets of framing tags and chat-template tokens are
-// written as &lt; and &gt;. Every other line is left exactly as it is.
+// "[user]:"), perhaps behind a short label ("Echo: system:"), or holds a
+// framing token (see framing) gets untrustedPrefix; in it, the angle
+// brackets of framing tags and chat-template tokens are written as &lt; and
+// &gt;. A traceback's frame of the code itself (File "<code-mode>", line 3)
+// is Python's text and marks nothing by itself. Every other line is left
+// exactly as it is.
 func neutralise(text string) string {
 	if !mayFrame(text) {
 		return text
@@ -70,22 +80,30 @@ func neutralise(text string) string {
 	lines := splitLines(text)
 	for i, l := range lines {
 		body := l[:len(l)-terminatorLen(l)]
-		role := roleLine.MatchString(body)
-		frame := framing.MatchString(body)
-		if !role && !frame {
+		if !imitates(body) {
 			continue
 		}
-		if frame {
-			body = framing.ReplaceAllStringFunc(body, func(m string) string {
-				if !strings.HasPrefix(m, "<") {
-					return m
-				}
-				return strings.ReplaceAll(strings.ReplaceAll(m, "<", "&lt;"), ">", "&gt;")
-			})
-		}
+		body = framing.ReplaceAllStringFunc(body, func(m string) string {
+			if !strings.HasPrefix(m, "<") {
+				return m
+			}
+			return strings.ReplaceAll(strings.ReplaceAll(m, "<", "&lt;"), ">", "&gt;")
+		})
 		lines[i] = untrustedPrefix + body + l[len(l)-terminatorLen(l):]
 	}
 	return strings.Join(lines, "")
+}
+
+// imitates reports whether line opens with a role label or holds a
+// framing token other than a traceback's frame of the code itself.
+func imitates(line string) bool {
+	if roleLine.MatchString(line) || labelledRoleLine.MatchString(line) {
+		return true
+	}
+	if strings.Contains(line, `File "<code-mode>", line `) {
+		line = runnerFrame.ReplaceAllLiteralString(line, `File "code-mode", line 0`)
+	}
+	return framing.MatchString(line)
 }
 
 // lineBreaks are what may end a line for a reader of the output, a model's

@@ -30,7 +30,8 @@ type surface struct {
 }
 
 type surfaceTool struct {
-	name      string // raw ADK name
+	name      string // raw ADK name, for the host's log and callbacks
+	code      string // the name code calls it by, for what code and model read (see codeName)
 	tool      runnableTool
 	validator *schema.Validator // nil when the schema cannot be compiled even in part (logged)
 
@@ -123,6 +124,17 @@ func (s *surface) lookup(name string) (*surfaceTool, bool) {
 	}
 	st, ok := s.tools[e.Path]
 	return st, ok
+}
+
+// codeName is how texts that code and model read name a tool: as code
+// calls it, not by its raw name (get_sum, not get-sum). A top-level tool is
+// named as it is imported; a namespaced one by its dotted path in the tools
+// package (tools.files.list_), since two namespaces may share a tool name.
+func codeName(e render.Entry) string {
+	if e.Package == "" {
+		return e.Attr
+	}
+	return "tools." + e.Path
 }
 
 // NotRunnableError reports a tool that code cannot call: it has no function
@@ -247,7 +259,7 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 	s := &surface{reg: reg, tools: map[string]*surfaceTool{}, files: map[string][]byte{}, hooks: toolHooks(all)}
 	for _, e := range reg.Entries() {
 		key := [2]string{e.Namespace, e.Name}
-		st := &surfaceTool{name: e.Name, tool: byKey[key]}
+		st := &surfaceTool{name: e.Name, code: codeName(e), tool: byKey[key]}
 		if _, ok := st.tool.(*artifactTool); ok {
 			st.builtin = true
 		} else if opt.resultArtifacts {

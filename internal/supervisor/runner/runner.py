@@ -428,6 +428,22 @@ def _clean_env():
 
 _DENY_DISTS = {"pip", "setuptools", "wheel"}
 
+# For an interpreter that is the host's own (the jail's), the report lists
+# what a model would import, not the host system's Python: a distribution
+# installed by the system's package manager (no INSTALLER file, which
+# dpkg-built packages lack, or one naming a system packager) is left out,
+# and so are the import names of the system's own bindings whichever way
+# they were installed, and private names (_yaml), which code imports
+# through their public package. An image's interpreter is reported whole:
+# what its builder installed, with apt or otherwise, is what the code is
+# meant to use.
+_SYSTEM_INSTALLERS = {"debian", "dpkg", "apt", "rpm", "dnf", "yum", "pacman", "apk", "portage", "system"}
+_SYSTEM_MODULES = {
+    "apt", "apt_inst", "apt_pkg", "aptsources", "debconf", "dbus", "_dbus_bindings",
+    "_dbus_glib_bindings", "gi", "pygtkcompat", "dnf", "rpm", "yum", "selinux", "_selinux",
+    "seobject", "sepolicy", "lsb_release",
+}
+
 
 def _headers(path):
     """Name and Version from a METADATA or PKG-INFO file."""
@@ -473,8 +489,19 @@ def _top_level(d, egg):
     return out
 
 
-def _packages():
+def _system_installed(d):
+    """Whether the distribution at d came from the system's package
+    manager: it has no INSTALLER file, or one that names a system
+    packager."""
+    lines = _read_lines(os.path.join(d, "INSTALLER"))
+    if not lines or not lines[0].strip():
+        return True
+    return lines[0].strip().casefold() in _SYSTEM_INSTALLERS
+
+
+def _packages(hide_system=False):
     """The import-name report: {import name: {distribution: version}}.
+    hide_system leaves out the system's own distributions and bindings.
 
     It follows importlib.metadata's packages_distributions() over the
     distributions on sys.path, without importing importlib.metadata (which
@@ -500,13 +527,15 @@ def _packages():
             if not os.path.isdir(d):
                 continue
             name, version = _headers(os.path.join(d, meta))
-            if not name:
+            if not name or (hide_system and _system_installed(d)):
                 continue
             versions.setdefault(name.casefold(), (name, version or ""))
             for imp in _top_level(d, egg):
                 providers.setdefault(imp, set()).add(name)
     report = {}
     for imp in sorted(providers, key=lambda s: (s.casefold(), s)):
+        if hide_system and (imp in _SYSTEM_MODULES or imp.startswith("_")):
+            continue
         provs = {}
         for dist in sorted(providers[imp], key=lambda s: (s.casefold(), s)):
             if dist.casefold() in _DENY_DISTS:
@@ -755,8 +784,9 @@ def main():
     files_dir = os.environ.get("CODEMODE_FILES_DIR", "")
     workdir = os.environ.get("CODEMODE_WORKDIR", "")
     sys_path = os.environ.get("CODEMODE_SYS_PATH", "")
+    hide_system = os.environ.get("CODEMODE_HIDE_SYSTEM_PACKAGES", "") == "1"
     # The runner's own config variables go before user code can see them.
-    for k in ("CODEMODE_FILES_DIR", "CODEMODE_WORKDIR", "CODEMODE_SYS_PATH"):
+    for k in ("CODEMODE_FILES_DIR", "CODEMODE_WORKDIR", "CODEMODE_SYS_PATH", "CODEMODE_HIDE_SYSTEM_PACKAGES"):
         os.environ.pop(k, None)
     if sys_path:
         _without_site(sys_path)
@@ -777,7 +807,7 @@ def main():
     _Streams.out, _Streams.err = sys.__stdout__, sys.__stderr__
 
     _chan.send_line(
-        _dumps({"kind": KIND_READY, "protocol_version": PROTOCOL_VERSION, "python_version": sys.version.split()[0], "packages": _packages()})
+        _dumps({"kind": KIND_READY, "protocol_version": PROTOCOL_VERSION, "python_version": sys.version.split()[0], "packages": _packages(hide_system)})
     )
     while True:
         frame = _chan.next_run()
