@@ -20,15 +20,9 @@ func TestJailPackageReport(t *testing.T) {
 		t.Skip(err)
 	}
 	system := []string{"apt", "apt_pkg", "dbus", "gi", "pygtkcompat"}
-	found, err := exec.Command(python, append([]string{"-I", "-c", `import importlib.util, json, sys
-print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is not None]))`}, system...)...).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var importable []string
-	if err := json.Unmarshal(found, &importable); err != nil {
-		t.Fatal(err)
-	}
+	importable := importableOf(t, python, system...)
+	// A library the system's package manager installed stays listed.
+	libraries := importableOf(t, python, "yaml", "six", "cryptography")
 	if len(importable) == 0 {
 		t.Skipf("%s imports none of %v, so the test shows nothing here", python, system)
 	}
@@ -55,6 +49,26 @@ print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is not 
 					t.Errorf("the session reports the host system's module %s (%v)", m, dists)
 				}
 			}
+			for _, m := range libraries {
+				if _, ok := pkgs[m]; !ok {
+					t.Errorf("the session does not report %s, which its code can import", m)
+				}
+			}
 		})
 	}
+}
+
+// importableOf returns those of modules that python can import.
+func importableOf(t *testing.T, python string, modules ...string) []string {
+	t.Helper()
+	found, err := exec.Command(python, append([]string{"-I", "-c", `import importlib.util, json, sys
+print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is not None]))`}, modules...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var importable []string
+	if err := json.Unmarshal(found, &importable); err != nil {
+		t.Fatal(err)
+	}
+	return importable
 }

@@ -429,19 +429,18 @@ def _clean_env():
 _DENY_DISTS = {"pip", "setuptools", "wheel"}
 
 # For an interpreter that is the host's own (the jail's), the report lists
-# what a model would import, not the host system's Python: a distribution
-# installed by the system's package manager (no INSTALLER file, which
-# dpkg-built packages lack, or one naming a system packager) is left out,
-# and so are the import names of the system's own bindings whichever way
-# they were installed, and private names (_yaml), which code imports
-# through their public package. An image's interpreter is reported whole:
-# what its builder installed, with apt or otherwise, is what the code is
-# meant to use.
-_SYSTEM_INSTALLERS = {"debian", "dpkg", "apt", "rpm", "dnf", "yum", "pacman", "apk", "portage", "system"}
+# what a model would import, not the host system's own Python: the import
+# names of the distribution's system bindings and tools (its package
+# manager, D-Bus, GObject, SELinux, the kernel's perf, Launchpad's client)
+# are left out whichever way they were installed, and so are private names
+# (_yaml), which code imports through their public package. Libraries the
+# system's package manager installed (python3-yaml, python3-cryptography)
+# stay: code can import them. An image's interpreter is reported whole.
 _SYSTEM_MODULES = {
-    "apt", "apt_inst", "apt_pkg", "aptsources", "debconf", "dbus", "_dbus_bindings",
-    "_dbus_glib_bindings", "gi", "pygtkcompat", "dnf", "rpm", "yum", "selinux", "_selinux",
-    "seobject", "sepolicy", "lsb_release",
+    "apt", "apt_inst", "apt_pkg", "aptsources", "aptdaemon", "debconf", "debian", "debianbts", "reportbug",
+    "softwareproperties", "unattended_upgrades", "DistUpgrade", "UpdateManager", "dbus", "gi", "pygtkcompat",
+    "dnf", "rpm", "yum", "selinux", "seobject", "sepolicy", "lsb_release", "perf", "lazr", "wadllib",
+    "cupshelpers", "ufw", "netplan", "cloudinit",
 }
 
 
@@ -489,19 +488,9 @@ def _top_level(d, egg):
     return out
 
 
-def _system_installed(d):
-    """Whether the distribution at d came from the system's package
-    manager: it has no INSTALLER file, or one that names a system
-    packager."""
-    lines = _read_lines(os.path.join(d, "INSTALLER"))
-    if not lines or not lines[0].strip():
-        return True
-    return lines[0].strip().casefold() in _SYSTEM_INSTALLERS
-
-
 def _packages(hide_system=False):
     """The import-name report: {import name: {distribution: version}}.
-    hide_system leaves out the system's own distributions and bindings.
+    hide_system leaves out the system's own bindings and private names.
 
     It follows importlib.metadata's packages_distributions() over the
     distributions on sys.path, without importing importlib.metadata (which
@@ -527,7 +516,7 @@ def _packages(hide_system=False):
             if not os.path.isdir(d):
                 continue
             name, version = _headers(os.path.join(d, meta))
-            if not name or (hide_system and _system_installed(d)):
+            if not name:
                 continue
             versions.setdefault(name.casefold(), (name, version or ""))
             for imp in _top_level(d, egg):
