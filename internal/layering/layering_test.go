@@ -69,6 +69,7 @@ var layers = map[string]int{
 	"internal/release":                10,
 	"internal/maketargets":            10,
 	"internal/hostcap":                11,
+	"internal/syscallpolicy":          11,
 }
 
 // standalone are packages that import no package of this repository

@@ -9,33 +9,22 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/adk-codemode/codemode/internal/syscallpolicy"
 )
 
-// deniedSyscalls fail with EPERM inside the jail. They either change the
-// jail itself (mounts, namespaces), reach into other processes or the
-// kernel, or are large attack surface the payload never needs.
-var deniedSyscalls = []uint32{
-	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_CHROOT,
-	unix.SYS_UNSHARE, unix.SYS_SETNS,
-	unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD,
-	unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN,
-	unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
-	unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD,
-	unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
-	unix.SYS_USERFAULTFD, unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT,
-	unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT, unix.SYS_FSPICK,
-	unix.SYS_OPEN_TREE, unix.SYS_OPEN_TREE_ATTR, unix.SYS_MOVE_MOUNT, unix.SYS_MOUNT_SETATTR,
-	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
-	unix.SYS_ACCT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_REBOOT, unix.SYS_SYSLOG,
-	unix.SYS_QUOTACTL, unix.SYS_QUOTACTL_FD, unix.SYS_LOOKUP_DCOOKIE,
-	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_ADJTIMEX, unix.SYS_CLOCK_ADJTIME,
-	unix.SYS_IOPL, unix.SYS_IOPERM, unix.SYS_VHANGUP, unix.SYS_USELIB,
-}
+// deniedSyscalls are the numbers of syscallpolicy.Denied: they fail with
+// EPERM inside the jail.
+var deniedSyscalls = func() []uint32 {
+	out := make([]uint32, len(syscallpolicy.Denied))
+	for i, s := range syscallpolicy.Denied {
+		out[i] = s.Nr
+	}
+	return out
+}()
 
-// cloneNewFlags are the namespace-creating clone flags (CLONE_NEWTIME is
-// the low 0x80 bit).
-const cloneNewFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
-	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWTIME
+// cloneNewFlags are the namespace-creating clone flags.
+var cloneNewFlags = syscallpolicy.CloneNewMask()
 
 // Offsets into struct seccomp_data.
 const (
@@ -47,7 +36,7 @@ const (
 const (
 	retAllow = unix.SECCOMP_RET_ALLOW
 	retKill  = unix.SECCOMP_RET_KILL_PROCESS
-	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retEPERM = unix.SECCOMP_RET_ERRNO | syscallpolicy.EPERM
 )
 
 // filterProgram is the jail's seccomp filter. Any architecture other than
@@ -57,11 +46,16 @@ const (
 // and personality other than the default persona return EPERM.
 func filterProgram() []bpf.Instruction { return filterFor(false) }
 
-// templateAllowed are the calls of deniedSyscalls that a template process
-// (see backend/jail's zygote_linux.go) keeps, because the sessions it
-// forks need them to build their own namespaces and mounts before they
-// load the full filter. They are denied to every session and its code.
-var templateAllowed = map[uint32]bool{unix.SYS_MOUNT: true, unix.SYS_UNSHARE: true}
+// templateAllowed reports whether a template process (see backend/jail's
+// zygote_linux.go) keeps the denied call nr: syscallpolicy.TemplateAllowed.
+func templateAllowed(nr uint32) bool {
+	for _, s := range syscallpolicy.Denied {
+		if s.Nr == nr {
+			return syscallpolicy.TemplateAllowed[s.Name]
+		}
+	}
+	return false
+}
 
 // filterFor is the filter of a session (template false) or of a template:
 // the same, except that the template may unshare, mount and clone new
@@ -77,7 +71,7 @@ func filterFor(template bool) []bpf.Instruction {
 		bpf.RetConstant{Val: retKill},
 	}
 	for _, nr := range deniedSyscalls {
-		if template && templateAllowed[nr] {
+		if template && templateAllowed(nr) {
 			continue
 		}
 		p = append(p,
@@ -85,13 +79,13 @@ func filterFor(template bool) []bpf.Instruction {
 			bpf.RetConstant{Val: retEPERM})
 	}
 	p = append(p,
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: syscallpolicy.Clone3.Nr, SkipFalse: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | syscallpolicy.ENOSYS},
 
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_PERSONALITY, SkipFalse: 5},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: syscallpolicy.Personality.Nr, SkipFalse: 5},
 		bpf.LoadAbsolute{Off: offArg0, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0xffffffff, SkipTrue: 2}, // query
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},          // PER_LINUX
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: syscallpolicy.PersonalityQuery, SkipTrue: 2},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: syscallpolicy.PersonalityLinux, SkipTrue: 1},
 		bpf.RetConstant{Val: retEPERM},
 		bpf.RetConstant{Val: retAllow},
 	)
@@ -99,7 +93,7 @@ func filterFor(template bool) []bpf.Instruction {
 		return append(p, bpf.RetConstant{Val: retAllow})
 	}
 	return append(p,
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE, SkipFalse: 3},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: syscallpolicy.Clone.Nr, SkipFalse: 3},
 		bpf.LoadAbsolute{Off: offArg0, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: cloneNewFlags, SkipFalse: 1},
 		bpf.RetConstant{Val: retEPERM},
