@@ -40,6 +40,7 @@ type Backend struct {
 	engineOnce sync.Once
 	engine     engineInfo
 	engineErr  error
+	seccomp    string // the security option that gives a container the sandbox's seccomp profile
 }
 
 var _ transport.Backend = (*Backend)(nil)
@@ -99,6 +100,9 @@ func (b *Backend) connect(ctx context.Context) error {
 			if strings.Contains(strings.ToLower(c.Name), "podman") {
 				b.engine = engineInfo{name: "Podman", version: c.Version, podman: true}
 			}
+		}
+		if b.seccomp, b.engineErr = seccompOption(b.engine.podman, b.cli.DaemonHost()); b.engineErr != nil {
+			return
 		}
 		if n, err := b.RemoveOrphans(ctx); err != nil {
 			b.cfg.Logger.Warn("docker: removing containers left behind failed", "err", err)

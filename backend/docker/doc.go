@@ -15,8 +15,11 @@
 // to /tools.
 //
 // Each container runs without a network (NetworkMode none), with a
-// read-only root, all capabilities dropped, no-new-privileges, the
-// engine's default seccomp profile, an init process, a private IPC
+// read-only root, all capabilities dropped, no-new-privileges, the jail's
+// system-call policy (internal/syscallpolicy) as a seccomp profile of the
+// backend's own rather than the engine's default (inline for Docker; for
+// podman, which takes a file, written to the temporary directory, so podman
+// must be reached through its unix socket), an init process, a private IPC
 // namespace, as an unprivileged user, with limits on pids (256), memory
 // (1 GiB, swap equal) and optionally CPU, tmpfs mounts at /workspace
 // (1 GiB), /tmp (256 MiB) and /tools (64 MiB), and auto-remove. Each limit

@@ -294,3 +294,32 @@ func TestMissingImageSaysMakeImage(t *testing.T) {
 		t.Fatalf("Open = %v; want an error naming the image and `make image`", err)
 	}
 }
+
+// TestNoResolverConfiguration: a container without a network names no
+// resolver, not the build host's nor the engine's.
+func TestNoResolverConfiguration(t *testing.T) {
+	s := open(t, engine(t, docker.Config{}))
+	out := ok(t, s, `
+try:
+    text = open("/etc/resolv.conf").read()
+except OSError as e:
+    text = ""
+print([l for l in text.splitlines() if l.split()[:1] in (["nameserver"], ["search"], ["domain"])])
+`)
+	if out != "[]\n" {
+		t.Errorf("/etc/resolv.conf in the sandbox names a resolver: %s", out)
+	}
+}
+
+// TestEnforcementSaysTheSyscallPolicy: the engine's read-back names the
+// sandbox's own seccomp profile.
+func TestEnforcementSaysTheSyscallPolicy(t *testing.T) {
+	b := engine(t, docker.Config{})
+	e, err := b.Enforced(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Seccomp != "codemode" {
+		t.Errorf("Enforcement.Seccomp = %q, want codemode", e.Seccomp)
+	}
+}

@@ -26,7 +26,7 @@ type Enforcement struct {
 	CapDropAll            bool // no capability kept
 	CapAdd                []string
 	NoNewPrivileges       bool
-	Seccomp               string // "default" (the engine's profile) or what SecurityOpt names
+	Seccomp               string // "codemode" (the jail's system-call policy, which the backend sends), "default" (the engine's profile) or what SecurityOpt names
 	Init                  bool   // an init process reaps and forwards signals
 	IpcMode               string // "private"
 	PidsLimit             int64  // 0: no bound
@@ -61,6 +61,9 @@ func (b *Backend) request(args []string) client.ContainerCreateOptions {
 			"/tmp":       b.tmpfsOptions(cfg.TmpBytes),
 			"/tools":     b.tmpfsOptions(cfg.ToolsBytes),
 		},
+	}
+	if b.seccomp != "" {
+		hc.SecurityOpt = append(hc.SecurityOpt, b.seccomp)
 	}
 	if cfg.MemoryBytes > 0 {
 		hc.Memory, hc.MemorySwap = cfg.MemoryBytes, cfg.MemoryBytes
@@ -112,7 +115,7 @@ func (b *Backend) want() Enforcement {
 	hc := req.HostConfig
 	e := Enforcement{
 		Image: b.cfg.Image, User: b.cfg.User, NetworkMode: "none", ReadOnlyRoot: true, CapDropAll: true,
-		NoNewPrivileges: true, Seccomp: "default", Init: true, IpcMode: "private",
+		NoNewPrivileges: true, Seccomp: seccompName, Init: true, IpcMode: "private",
 		MemoryBytes: hc.Memory, MemorySwapBytes: hc.MemorySwap, NanoCPUs: hc.NanoCPUs, AutoRemove: true, Runtime: b.cfg.Runtime,
 	}
 	if hc.PidsLimit != nil {
@@ -163,10 +166,11 @@ func (b *Backend) inspect(ctx context.Context, id string) (Enforcement, error) {
 			e.NoNewPrivileges = v == "" || v == "true"
 		case "seccomp":
 			if v != "" {
-				e.Seccomp = v
+				e.Seccomp = seccompOf(v)
 			}
 		}
 	}
+
 	return e, nil
 }
 

@@ -18,6 +18,10 @@ import (
 )
 
 func main() {
+	if err := noCoreDumps(); err != nil {
+		fmt.Fprintf(os.Stderr, "codemode-sandbox: set RLIMIT_CORE to 0, so that no process of the session writes a core file: %v\n", err)
+		os.Exit(1)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
