@@ -75,3 +75,33 @@ func TestEscapeProbesJailed(t *testing.T) {
 		return s
 	})
 }
+
+// TestSyscallPolicyWithoutJail: a server that runs its sessions without a
+// jail (in a container or pod of its own) still holds the code to the
+// jail's system-call policy, which it loads on itself before any worker
+// starts, whatever seccomp profile it was given.
+func TestSyscallPolicyWithoutJail(t *testing.T) {
+	b := newBackend(t, remote.Config{Provision: provisioner(t), Secret: testSecret})
+	s, err := b.Open(t.Context(), transport.SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Exec(t.Context(), transport.Block{Code: `
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(fn, *args):
+    return "ok" if fn(*args) != -1 else errno.errorcode[ctypes.get_errno()]
+print(call(libc.unshare, 0x10000000), call(libc.mount, b"none", b"/tmp", b"tmpfs", 0, None),
+      call(libc.ptrace, 0, 0, None, None), call(libc.syscall, 250, 1, None), call(libc.syscall, 435, None, 0))
+status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+print(status["NoNewPrivs"].strip(), status["Seccomp"].strip())
+`, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout != "EPERM EPERM EPERM EPERM ENOSYS\n1 2\n" {
+		t.Errorf("unshare, mount, ptrace, keyctl, clone3; no_new_privs, seccomp mode: %q (stderr %q), want them refused as in the jail", r.Stdout, r.Stderr)
+	}
+}

@@ -100,6 +100,8 @@ func (l *listenFlags) serve(ctx context.Context, cfg server.Config, stderr io.Wr
 			return fail(err)
 		}
 		wcfg.ServeSession = serveSession
+	} else if err := holdToPolicy(); err != nil {
+		return fail(fmt.Errorf("load the sandbox's system-call policy (seccomp): %w", err))
 	}
 	if len(wcfg.Secret) == 0 && !wcfg.InsecureNoAuth {
 		return fail(fmt.Errorf("no secret: set %s to a random secret (for example `openssl rand -hex 32`), "+

@@ -88,6 +88,10 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 			return 1
 		}
 	}
+	if err := holdToPolicy(); err != nil {
+		fmt.Fprintf(stderr, "codemode-sandbox: load the sandbox's system-call policy (seccomp): %v\n", err)
+		return 1
+	}
 	startSpareThreads()
 	conn := wire.NewConn(stdin, stdout, nil, wire.MaxFrameSize)
 	if err := server.Serve(ctx, conn, cfg); err != nil {
