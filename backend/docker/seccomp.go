@@ -111,11 +111,11 @@ func writeProfile(profile []byte) (string, error) {
 	_, werr := f.Write(profile)
 	cerr := f.Close()
 	if err := firstError(werr, cerr, os.Chmod(f.Name(), 0o644)); err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name())
 		return "", err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name())
 		return "", err
 	}
 	return path, nil

@@ -2,6 +2,7 @@ package escapeprobe
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -24,7 +25,8 @@ func (p plainProcess) Exec(ctx context.Context, b transport.Block) (*transport.R
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	r := &transport.Result{Stdout: stdout.String(), Stderr: stderr.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		r.ExitCode, err = ee.ExitCode(), nil
 	}
 	return r, err

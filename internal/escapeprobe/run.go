@@ -116,7 +116,7 @@ func plantOnHost(t *testing.T) plant {
 		if cerr := f.Close(); werr != nil || cerr != nil {
 			t.Fatal(werr, cerr)
 		}
-		t.Cleanup(func() { os.Remove(f.Name()) })
+		t.Cleanup(func() { _ = os.Remove(f.Name()) })
 		p.Secrets = append(p.Secrets, f.Name())
 	}
 	if len(p.Secrets) == 0 {

@@ -2,16 +2,9 @@
 
 package initstage
 
-import (
-	"golang.org/x/net/bpf"
-
-	"github.com/adk-codemode/codemode/internal/syscallpolicy"
-)
+import "github.com/adk-codemode/codemode/internal/syscallpolicy"
 
 // The jail's seccomp filter is internal/syscallpolicy's.
-
-// filterProgram is the session filter (syscallpolicy.Program).
-func filterProgram() []bpf.Instruction { return syscallpolicy.Program(false) }
 
 // FilterBytes is the session filter as the kernel takes it, for a session
 // that loads it itself.
