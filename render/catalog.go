@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"embed"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,78 @@ func (r *Registry) discoveryExample() discoveryData {
 		query = e.Attr
 	}
 	return discoveryData{Module: r.Discovery(), Query: query, Name: strRepr(e.Path)}
+}
+
+// howToUse is the block's how-to-use text, its example import that of
+// the catalog's first tool (an example the model can run), and the shared
+// parameters that some tool takes, described once.
+func (r *Registry) howToUse() string {
+	example := ""
+	if len(r.entries) > 0 {
+		example = ", for example `" + importLine(r.entries[0]) + "`"
+	}
+	text := strings.Replace(howToUse, "{{example}}", example, 1)
+	var shared []string
+	for _, sp := range r.shared {
+		if r.declares(sp.Name) {
+			shared = append(shared, "`"+sp.Name+"`: "+oneLine(sp.Description))
+		}
+	}
+	if len(shared) > 0 {
+		text += "\nThese optional keyword arguments are not repeated in the signatures below; every tool takes them"
+		if without := r.lacking(); len(without) > 0 {
+			text += " except " + strings.Join(without, ", ")
+		}
+		text += ":\n- " + strings.Join(shared, "\n- ")
+	}
+	return text
+}
+
+// lacking are the tools, as code calls them, that take none of the shared
+// parameters the block describes.
+func (r *Registry) lacking() []string {
+	shared := r.sharedNames()
+	var out []string
+	for i, ps := range r.params {
+		if !slices.ContainsFunc(ps, func(p param) bool { return isShared(shared, p) }) {
+			out = append(out, r.entries[i].Path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sharedNames maps each shared parameter's name to its description.
+func (r *Registry) sharedNames() map[string]string {
+	if len(r.shared) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(r.shared))
+	for _, sp := range r.shared {
+		m[sp.Name] = sp.Description
+	}
+	return m
+}
+
+// isShared says whether p is a shared parameter: its name is one, and its
+// schema has that parameter's description. A tool's own parameter of the
+// same name, described otherwise, is its own and stays in its Args.
+func isShared(shared map[string]string, p param) bool {
+	d, ok := shared[p.raw]
+	return ok && p.node.String("description") == d
+}
+
+// declares says whether some tool has the shared parameter name.
+func (r *Registry) declares(name string) bool {
+	shared := r.sharedNames()
+	for _, ps := range r.params {
+		for _, p := range ps {
+			if p.raw == name && isShared(shared, p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func execute(t *template.Template, data any) string {
@@ -288,6 +361,9 @@ type Environment struct {
 	// describe(name), which every tools package from Stubs offers. The block then points the model to them whenever a
 	// section is shown without its full docstrings, and in the pointer tier.
 	Discovery bool
+	// Network says what the code's network can reach, as the backend
+	// states it ("" leaves the block's <network> element out).
+	Network string
 }
 
 func (env Environment) packageLines() []string {
@@ -324,6 +400,7 @@ type blockKey struct {
 	env       string
 	budget    int
 	discovery bool
+	network   string
 }
 
 // Block returns the <code-mode> block to append to the system instruction:
@@ -342,7 +419,7 @@ func (r *Registry) Block(env Environment, budget int) string {
 		budget = DefaultBudget
 	}
 	lines := env.packageLines()
-	key := blockKey{env: oneLine(env.PythonVersion) + "\x00" + strings.Join(lines, "\n"), budget: budget, discovery: env.Discovery}
+	key := blockKey{env: oneLine(env.PythonVersion) + "\x00" + strings.Join(lines, "\n"), budget: budget, discovery: env.Discovery, network: env.Network}
 	r.mu.Lock()
 	if b, ok := r.blocks[key]; ok {
 		r.mu.Unlock()
@@ -364,9 +441,12 @@ func (r *Registry) Block(env Environment, budget int) string {
 
 func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) string {
 	var fixed []string
-	fixed = append(fixed, element("how-to-use", howToUse))
+	fixed = append(fixed, element("how-to-use", r.howToUse()))
 	if v := oneLine(env.PythonVersion); v != "" {
 		fixed = append(fixed, "  <python-version>"+v+"</python-version>")
+	}
+	if n := oneLine(env.Network); n != "" {
+		fixed = append(fixed, "  <network>"+n+"</network>")
 	}
 	if len(pkgLines) > 0 {
 		fixed = append(fixed, element("installed-packages", strings.Join(pkgLines, "\n")))

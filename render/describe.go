@@ -284,6 +284,9 @@ func init() {
 
 // describer renders the docstring parts of one tool. It holds the tool's
 // line budget, which bounds the work on self-referencing schemas.
+// noOtherKeys is the rule of an object that allows no other properties.
+const noOtherKeys = "no other keys"
+
 type describer struct {
 	budget int
 	// visits counts the calls of fields, against maxFieldVisits.
@@ -432,7 +435,7 @@ func otherKeysPart(s suffixScope, out []string) []string {
 		return out
 	}
 	if b, isBool := ap.(bool); isBool && !b {
-		out = append(out, "no other keys")
+		out = append(out, noOtherKeys)
 	} else if _, isMap := ap.(map[string]any); isMap && s.n.Has("properties") {
 		sub, _ := s.n.Sub("additionalProperties")
 		out = append(out, "other keys: "+s.inline(sub))

@@ -23,6 +23,7 @@ var update = flag.Bool("update", false, "rewrite the wanted outputs of render/te
 //	decls.json    a JSON array of declarations, each with an optional namespace
 //	budget        optional block budget (default: DefaultBudget)
 //	env.json      optional Environment
+//	shared.json   optional JSON array of SharedParameter
 //	discovery     optional; when present, the files behind search and
 //	              describe (DiscoveryFile, DiscoveryIndex, DiscoveryDocs)
 //	              are compared too. Other cases leave them out, as the
@@ -121,7 +122,13 @@ func decodeTools(t testing.TB, data string) []Tool {
 func renderCase(t testing.TB, c goldenCase) map[string]string {
 	t.Helper()
 	got := map[string]string{}
-	reg, err := NewRegistry(decodeTools(t, c.files["decls.json"]))
+	var shared []SharedParameter
+	if s := c.files["shared.json"]; s != "" {
+		if err := json.Unmarshal([]byte(s), &shared); err != nil {
+			t.Fatalf("shared.json: %v", err)
+		}
+	}
+	reg, err := NewRegistry(decodeTools(t, c.files["decls.json"]), shared...)
 	if err != nil {
 		got["want/error"] = err.Error() + "\n"
 		return got

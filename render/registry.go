@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -129,14 +130,39 @@ type Registry struct {
 
 	mu     sync.Mutex
 	blocks map[blockKey]string
+
+	shared []SharedParameter
 }
+
+// A SharedParameter is a parameter with one meaning in every tool that
+// declares it, such as the artifact_name the ADK plugin adds to each tool.
+// The block describes it once, in its how-to-use text; each tool keeps it
+// in its signature and leaves it out of its docstring's Args. A parameter
+// counts as shared where its name and its schema's description are the
+// SharedParameter's: a tool's own parameter of that name keeps its Args.
+type SharedParameter struct {
+	Name        string // the parameter's name in the declarations
+	Description string // one or two sentences, shown once
+}
+
+// ErrInvalidSharedParameter reports a SharedParameter without a name or a
+// description, or named twice.
+var ErrInvalidSharedParameter = errors.New("render: invalid shared parameter")
 
 // NewRegistry resolves tools into a Registry. It fails on a tool without a
 // declaration or name, on a parameter or result schema that is not JSON, on duplicate
 // raw names within a namespace, and on any two names that become the same
 // Python identifier.
-func NewRegistry(tools []Tool) (*Registry, error) {
+func NewRegistry(tools []Tool, shared ...SharedParameter) (*Registry, error) {
+	seen := map[string]bool{}
+	for _, sp := range shared {
+		if strings.TrimSpace(sp.Name) == "" || strings.TrimSpace(sp.Description) == "" || seen[sp.Name] {
+			return nil, fmt.Errorf("%w: %q: give each a name of its own and a description", ErrInvalidSharedParameter, sp.Name)
+		}
+		seen[sp.Name] = true
+	}
 	r := &Registry{
+		shared:  slices.Clone(shared),
 		byPath:  make(map[string]int, len(tools)),
 		byName:  make(map[string]int, len(tools)),
 		entries: make([]Entry, 0, len(tools)),

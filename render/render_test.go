@@ -364,3 +364,17 @@ func TestBlockFitsEveryBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidSharedParameter: a shared parameter needs a name of its own
+// and a description.
+func TestInvalidSharedParameter(t *testing.T) {
+	for _, shared := range [][]SharedParameter{
+		{{Name: "", Description: "x"}},
+		{{Name: "a", Description: " "}},
+		{{Name: "a", Description: "x"}, {Name: "a", Description: "y"}},
+	} {
+		if _, err := NewRegistry(nil, shared...); !errors.Is(err, ErrInvalidSharedParameter) {
+			t.Errorf("%v: %v, want ErrInvalidSharedParameter", shared, err)
+		}
+	}
+}

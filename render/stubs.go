@@ -38,14 +38,15 @@ func (r *Registry) render() []renderedTool {
 	r.once.Do(func() {
 		r.rendered = make([]renderedTool, len(r.entries))
 		// Tools render independently; spread them over the CPUs.
+		shared := r.sharedNames()
 		parallel(len(r.entries), func(i int) {
-			r.rendered[i] = renderTool(r.entries[i], r.docs[i], r.resps[i], r.params[i])
+			r.rendered[i] = renderTool(r.entries[i], r.docs[i], r.resps[i], r.params[i], shared)
 		})
 	})
 	return r.rendered
 }
 
-func renderTool(e Entry, doc, resp *schema.Document, params []param) renderedTool {
+func renderTool(e Entry, doc, resp *schema.Document, params []param, shared map[string]string) renderedTool {
 	d := &describer{budget: maxLines}
 	ret := returnType(d, resp, e.ResultKey)
 	var rt renderedTool
@@ -70,11 +71,19 @@ func renderTool(e Entry, doc, resp *schema.Document, params []param) renderedToo
 			typ += " | None"
 		}
 		stubArgs = append(stubArgs, p.ident+": "+typ+" = _MISSING")
-		catArgs = append(catArgs, p.ident+": "+typ+" = ...")
+		if !isShared(shared, p) {
+			// The block describes a shared parameter once, for every
+			// tool that takes it; the stub file keeps it.
+			catArgs = append(catArgs, p.ident+": "+typ+" = ...")
+		}
 	}
 	rt.stubSig = signature(e.Attr, stubArgs, ret)
 	rt.catalogSig = signature(e.Attr, catArgs, ret)
-	rt.docstring = docstring(d, e, doc.Root(), params, resp)
+	documented := params
+	if len(shared) > 0 {
+		documented = slices.DeleteFunc(slices.Clone(params), func(p param) bool { return isShared(shared, p) })
+	}
+	rt.docstring = docstring(d, e, doc.Root(), documented, resp)
 
 	var body strings.Builder
 	body.Grow(64 + 96*len(params))
@@ -337,7 +346,9 @@ func docBlock(body []string) string {
 // constraint suffix and, for a root-level union, the accepted argument sets.
 func rootConstraints(d *describer, root schema.Node) []string {
 	var out []string
-	parts := d.suffixParts(root, false, "", 0)
+	// The signature is keyword-only, so Python itself refuses an argument
+	// it does not name: "no other keys" would tell the model nothing.
+	parts := slices.DeleteFunc(d.suffixParts(root, false, "", 0), func(p string) bool { return p == noOtherKeys })
 	if len(parts) > 0 {
 		out = append(out, "    "+strings.Join(parts, ", "))
 	}

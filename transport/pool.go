@@ -63,6 +63,9 @@ func (l *lateTools) CallTool(ctx context.Context, call ToolCall) ToolResult {
 // Name is the pooled backend's name.
 func (p *Pool) Name() string { return p.Backend.Name() }
 
+// DescribeNetwork is the pooled backend's (see [NetworkOf]).
+func (p *Pool) DescribeNetwork() string { return NetworkOf(p.Backend) }
+
 func (p *Pool) size() int { return max(p.Size, 1) }
 
 // poolKey identifies the sessions that can stand in for one another.

@@ -16,6 +16,24 @@ type Backend interface {
 	Open(ctx context.Context, cfg SessionConfig) (Session, error)
 }
 
+// A NetworkDescriber is a [Backend] that can say what the code in its
+// sandboxes can reach over the network, in a sentence for the model
+// ("none: ..."). The plugin shows it in the <code-mode> block, so that the
+// model does not try pip install or HTTP where they cannot work. A backend
+// that cannot know (a remote sandbox, whose network its platform sets)
+// need not implement it.
+type NetworkDescriber interface {
+	DescribeNetwork() string
+}
+
+// NetworkOf is b's [NetworkDescriber] sentence, or "" when b does not say.
+func NetworkOf(b Backend) string {
+	if d, ok := b.(NetworkDescriber); ok {
+		return d.DescribeNetwork()
+	}
+	return ""
+}
+
 // SessionConfig is what a session needs from its host.
 type SessionConfig struct {
 	// Files are placed read-only in the sandbox under a directory that is on

@@ -51,6 +51,14 @@ type Backend struct {
 
 var _ transport.Backend = (*Backend)(nil)
 
+// DescribeNetwork says that code in the jail reaches no network
+// ([transport.NetworkDescriber]).
+func (b *Backend) DescribeNetwork() string { return noNetwork }
+
+// noNetwork is what [Backend.DescribeNetwork] says: the jail has its own
+// loopback and nothing else.
+const noNetwork = "none: the sandbox has no network interface but its own loopback, so nothing outside it can be reached (pip install and HTTP requests fail); use the tools for data from outside"
+
 // Name identifies the backend and its interpreter, for example
 // "jail:/usr/bin/python3".
 func (b *Backend) Name() string {

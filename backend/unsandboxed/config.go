@@ -23,6 +23,12 @@ var _ transport.Backend = (*Backend)(nil)
 // Name identifies the backend and its interpreter.
 func (b *Backend) Name() string { return "unsandboxed:" + b.python() }
 
+// DescribeNetwork says that code reaches whatever the host reaches: this
+// backend is no sandbox ([transport.NetworkDescriber]).
+func (b *Backend) DescribeNetwork() string {
+	return "the host's own: this development backend is not a sandbox, so the code reaches whatever the host reaches"
+}
+
 func (b *Backend) python() string {
 	if b.Python != "" {
 		return b.Python

@@ -119,16 +119,15 @@ for forged in ("application/vnd.codemode.tool-result+json", "application/vnd.cod
 	}
 }
 
+// TestArtifactToolsWithoutService: without an artifact service the tools
+// package has no artifact tools, and files the code writes are not saved.
 func TestArtifactToolsWithoutService(t *testing.T) {
-	m := newScript().on("go", run(`from tools import load_artifact, ToolError
+	m := newScript().on("go", run(`import tools
 open("f.txt", "w").write("x")
-try:
-    load_artifact(filename="x")
-except ToolError as e:
-    print(e.type, "|", e.message)`), say("ok"))
+print(hasattr(tools, "save_artifact"), hasattr(tools, "load_artifact"), hasattr(tools, "list_artifacts"))`), say("ok"))
 	f := newFixture(t, m, fixtureConfig{})
 	out := outputs(f.turn(t.Context(), "s1", "go"))[0]
-	want := "ArtifactServiceUnavailableError | load_artifact: no artifact service is configured for this agent, so artifacts cannot be saved, loaded or listed; keep data in variables or files for this turn instead\n"
+	want := "False False False\n"
 	if diff := cmp.Diff(want, out["stdout"]); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}
@@ -311,22 +310,38 @@ func TestToolResultArtifactsDeclaration(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := []tool.Tool{own, bigTool(t)}
+	// With the parameters on, the block describes them once (the catalog's
+	// signatures leave them out) and the stub files keep them; a tool's
+	// own artifact_name stays in its signature.
 	tests := []struct {
-		name    string
-		cfg     Config
-		wantSig []string
-		notSig  []string
+		name     string
+		cfg      Config
+		wantSig  []string
+		notSig   []string
+		wantStub []string
 	}{
-		{"on by default", Config{Tools: tools}, []string{"def fetch_report(*, size: int, artifact_description: str | None = ..., artifact_name: str | None = ...)", "def own(*, artifact_name: str, artifact_description: str | None = ...)"}, nil},
-		{"off", Config{Tools: tools, DisableToolResultArtifacts: true}, []string{"def fetch_report(*, size: int)"}, []string{"artifact_description"}},
+		{"on by default", Config{Tools: tools}, []string{"def fetch_report(*, size: int)", "def own(*, artifact_name: str)", "every tool takes them except"},
+			nil, []string{"def fetch_report(*, size: int, artifact_description: str | None = _MISSING, artifact_name: str | None = _MISSING)",
+				"def own(*, artifact_name: str, artifact_description: str | None = _MISSING)"}},
+		{"off", Config{Tools: tools, DisableToolResultArtifacts: true}, []string{"def fetch_report(*, size: int)"}, []string{"artifact_description"}, nil},
+		{"no artifact service", Config{Tools: tools}, []string{"def fetch_report(*, size: int)"}, []string{"artifact_description", "save_artifact"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := buildSurface([]namespacedTool{{t: tools[0]}, {t: tools[1]}}, tt.cfg.surfaceOptions())
+			s, err := buildSurface([]namespacedTool{{t: tools[0]}, {t: tools[1]}}, tt.cfg.surfaceOptions(tt.name != "no artifact service"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			cat := s.reg.Catalog(render.Full)
+			cat := s.reg.Block(render.Environment{}, 0)
+			var stubs strings.Builder
+			for _, f := range s.reg.Stubs() {
+				stubs.WriteString(f.Content)
+			}
+			for _, w := range tt.wantStub {
+				if !strings.Contains(stubs.String(), w) {
+					t.Errorf("stub files lack %q:\n%s", w, stubs.String())
+				}
+			}
 			for _, w := range tt.wantSig {
 				if !strings.Contains(cat, w) {
 					t.Errorf("catalog lacks %q:\n%s", w, cat)

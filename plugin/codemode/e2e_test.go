@@ -380,7 +380,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 		t.Errorf("%d turns left after Close", n)
 	}
 	// A closed plugin refuses new code.
-	_, err := f.hooks.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": "print(1)"})
+	_, err := f.hooks.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": "print(1)"})
 	if !errors.Is(err, ErrClosed) {
 		t.Errorf("Run after Close: %v, want ErrClosed", err)
 	}
@@ -430,7 +430,7 @@ func TestCodeTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	got, err := h.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": strings.Repeat("x", 1234)})
+	got, err := h.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": strings.Repeat("x", 1234)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // ErrClosed is returned by execute_code once the plugin is closed.
@@ -18,14 +20,18 @@ var ErrClosed = errors.New("codemode: closed")
 // engine holds the state shared by the hooks and the execute_code tool: the
 // turns by invocation id and the idle reaper.
 type engine struct {
-	cfg            Config
-	bare           []namespacedTool
-	toolsets       []namedToolset
-	static         *surface // the surface when there are no toolsets
-	requirePlugins bool     // registered as a runner plugin
-	tool           *execTool
-	toolsetHooks   []requestProcessorOf       // the toolsets' request processors, in order
-	ownBackend     interface{ Close() error } // the default backend, made by the engine; closed with it
+	cfg      Config
+	bare     []namespacedTool
+	toolsets []namedToolset
+	// static is the surface when there are no toolsets: [1] with the
+	// artifact tools and parameters, for invocations with an artifact
+	// service, [0] without.
+	static         [2]*surface
+	requirePlugins bool // registered as a runner plugin
+	// tool is execute_code: [1] described with artifacts, [0] without.
+	tool         [2]*execTool
+	toolsetHooks []requestProcessorOf       // the toolsets' request processors, in order
+	ownBackend   interface{ Close() error } // the default backend, made by the engine; closed with it
 
 	mu         sync.Mutex
 	turns      map[string]*turn  // by invocation id
@@ -76,7 +82,8 @@ func (e *engine) getTurn(id string, use bool) (*turn, error) {
 
 // prepare is the before-model hook.
 func (e *engine) prepare(ctx agent.Context, req *model.LLMRequest) error {
-	s, err := e.surfaceFor(ctx)
+	art := withArtifacts(ctx)
+	s, err := e.surfaceFor(ctx, art)
 	if err != nil {
 		return err
 	}
@@ -89,41 +96,55 @@ func (e *engine) prepare(ctx agent.Context, req *model.LLMRequest) error {
 			return err
 		}
 		env.Discovery = true // the tools package always has search and describe
+		env.Network = transport.NetworkOf(e.cfg.Backend)
 		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
 	}
 	if note := s.unavailableNote(); note != "" {
 		appendInstruction(req, note)
 	}
-	addTool(req, e.tool)
+	addTool(req, e.tool[index(art)])
 	return nil
 }
 
-// surfaceFor resolves the tool surface of ctx's invocation, once.
-func (e *engine) surfaceFor(ctx agent.ReadonlyContext) (*surface, error) {
-	if e.static != nil {
-		return e.static, nil
+// withArtifacts says whether ctx's invocation has an artifact service:
+// without one, the model is shown no artifact tools, parameters or text.
+func withArtifacts(ctx agent.Context) bool { return artifactsOf(ctx) != nil }
+
+// index is 1 for true and 0 for false, for the engine's pairs.
+func index(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// surfaceFor resolves the tool surface of ctx's invocation, once; art says
+// whether the invocation has an artifact service.
+func (e *engine) surfaceFor(ctx agent.ReadonlyContext, art bool) (*surface, error) {
+	if s := e.static[index(art)]; s != nil {
+		return s, nil
 	}
 	t, err := e.turnFor(ctx.InvocationID())
 	if err != nil {
 		return nil, err
 	}
-	return e.surfaceOf(ctx, t)
+	return e.surfaceOf(ctx, t, art)
 }
 
 // surfaceOf resolves the tool surface of the turn t, once; again while a
 // toolset of it is unavailable and the turn has not opened its sandbox,
 // whose tools package is written from the surface when it opens.
-func (e *engine) surfaceOf(ctx agent.ReadonlyContext, t *turn) (*surface, error) {
+func (e *engine) surfaceOf(ctx agent.ReadonlyContext, t *turn, art bool) (*surface, error) {
 	if s, final := t.settledSurface(); final {
 		return s, nil
 	}
-	if e.static != nil {
+	if st := e.static[index(art)]; st != nil {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		t.surf = e.static
+		t.surf = st
 		return t.surf, nil
 	}
-	s, err := resolve(ctx, e.bare, e.toolsets, e.cfg.surfaceOptions(), e.cfg.StrictToolsets)
+	s, err := resolve(ctx, e.bare, e.toolsets, e.cfg.surfaceOptions(art), e.cfg.StrictToolsets)
 	if err != nil {
 		return nil, err
 	}

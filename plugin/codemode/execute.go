@@ -77,7 +77,7 @@ func (t *execTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	defer exec.flushResults(ctx)
 	// The surface is resolved on the turn the call runs on: a turn looked
 	// up again could be another one, created after this one was released.
-	if _, err := e.surfaceOf(ctx, tn); err != nil {
+	if _, err := e.surfaceOf(ctx, tn, withArtifacts(ctx)); err != nil {
 		return nil, err
 	}
 	if tn.awaitingApproval() {

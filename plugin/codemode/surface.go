@@ -50,15 +50,27 @@ type surfaceOptions struct {
 	resultArtifacts bool
 }
 
-func (cfg Config) surfaceOptions() surfaceOptions {
-	return surfaceOptions{artifactTools: !cfg.DisableArtifactTools, resultArtifacts: !cfg.DisableToolResultArtifacts}
+// surfaceOptions are cfg's, for an invocation with an artifact service
+// (art) or without one, which gets neither artifact tools nor the
+// parameters that name a saved result.
+func (cfg Config) surfaceOptions(art bool) surfaceOptions {
+	return surfaceOptions{artifactTools: art && !cfg.DisableArtifactTools, resultArtifacts: art && !cfg.DisableToolResultArtifacts}
 }
 
-// Parameters added to each tool whose result is saved as an artifact.
+// Parameters added to each tool whose result is saved as an artifact,
+// and what they do, which the block says once (render.SharedParameter).
 const (
 	paramArtifactName        = "artifact_name"
 	paramArtifactDescription = "artifact_description"
+	aboutArtifactName        = "Save this call's result as an artifact of this name (.json is added) instead of with the block's other results."
+	aboutArtifactDescription = "A description kept with the saved result."
 )
+
+// sharedParams are the added parameters as the block describes them.
+var sharedParams = []render.SharedParameter{
+	{Name: paramArtifactName, Description: aboutArtifactName},
+	{Name: paramArtifactDescription, Description: aboutArtifactDescription},
+}
 
 // withNamingParams returns decl with the optional string parameters
 // artifact_name and artifact_description added, unless it declares them
@@ -93,11 +105,11 @@ func withNamingParams(decl *genai.FunctionDeclaration) (*genai.FunctionDeclarati
 	}
 	var addName, addDesc bool
 	if _, ok := props[paramArtifactName]; !ok {
-		props[paramArtifactName] = map[string]any{"type": "string", "description": "Save this call's result as an artifact under this name (.json is added); by default it is saved with the block's other results, as codemode-tool-results-<call>.json."}
+		props[paramArtifactName] = map[string]any{"type": "string", "description": aboutArtifactName}
 		addName = true
 	}
 	if _, ok := props[paramArtifactDescription]; !ok {
-		props[paramArtifactDescription] = map[string]any{"type": "string", "description": "A description kept with the saved result."}
+		props[paramArtifactDescription] = map[string]any{"type": "string", "description": aboutArtifactDescription}
 		addDesc = true
 	}
 	if !addName && !addDesc {
@@ -250,7 +262,11 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 		rtools = append(rtools, render.Tool{Namespace: nt.ns, Declaration: decl, ResultKey: resultKey(rt, decl)})
 		byKey[[2]string{nt.ns, decl.Name}] = rt
 	}
-	reg, err := render.NewRegistry(rtools)
+	var shared []render.SharedParameter
+	if opt.resultArtifacts {
+		shared = sharedParams
+	}
+	reg, err := render.NewRegistry(rtools, shared...)
 	if err != nil {
 		return nil, fmt.Errorf("codemode: %w", err)
 	}

@@ -65,6 +65,7 @@ var callbackContexts = []edit{
 	{file: "plugin/codemode/codemode.go", old: "func (h *hookSet) afterRootAgent(ctx agent.Context)"},
 	{file: "plugin/codemode/config.go", old: "OnArtifactsSaved func(ctx agent.Context,"},
 	{file: "plugin/codemode/engine.go", old: "func (e *engine) prepare(ctx agent.Context,"},
+	{file: "plugin/codemode/engine.go", old: "func withArtifacts(ctx agent.Context)"},
 	{file: "plugin/codemode/hooks.go", old: "func runHooks(ctx agent.Context,"},
 	{file: "plugin/codemode/adk_test.go", old: "beforeModel := func(ctx agent.Context,"},
 	{file: "plugin/codemode/hooks_test.go", old: "type fakeCallbackContext struct{ agent.Context }"},

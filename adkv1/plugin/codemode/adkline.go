@@ -59,7 +59,7 @@ func agentOf(ctx context.Context) (agent.Agent, bool) {
 
 // artifactsOf returns the artifacts of the context's invocation, or nil
 // when the runner has no artifact service.
-func artifactsOf(ctx agent.ToolContext) agent.Artifacts { return ctx.Artifacts() }
+func artifactsOf(ctx agent.CallbackContext) agent.Artifacts { return ctx.Artifacts() }
 
 // errNoInvocation means the invocation behind a callback context could not
 // be found, so no tool context can be made for the request processors.

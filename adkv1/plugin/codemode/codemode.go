@@ -132,35 +132,40 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 		}
 	}
 	if len(cfg.Toolsets) == 0 {
-		// The surface never changes: build it once, which also reports a
-		// name collision at construction.
-		if e.static, err = buildSurface(bare, cfg.surfaceOptions()); err != nil {
-			return nil, err
+		// The surface never changes: build it once for invocations with
+		// an artifact service and once for those without, which also
+		// reports a name collision at construction.
+		for _, art := range []bool{true, false} {
+			if e.static[index(art)], err = buildSurface(bare, cfg.surfaceOptions(art)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// The tools package always has search and describe; tools._discovery
 	// has them whatever the tools are named, while a static surface knows
 	// whether the shorter import works.
 	discovery := "tools._discovery"
-	if e.static != nil {
-		discovery = e.static.reg.Discovery()
+	if e.static[1] != nil {
+		discovery = e.static[1].reg.Discovery()
 	}
-	e.tool = &execTool{e: e, decl: &genai.FunctionDeclaration{
-		Name: ToolName,
-		Description: render.Description(render.DescriptionConfig{
-			BlockAppended:   !cfg.DisableBlock,
-			DiscoveryModule: discovery,
-			ArtifactTools:   !cfg.DisableArtifactTools,
-			Timeout:         cfg.Timeout,
-		}),
-		ParametersJsonSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"code": map[string]any{"type": "string", "description": "The Python code to execute."},
+	for _, art := range []bool{true, false} {
+		e.tool[index(art)] = &execTool{e: e, decl: &genai.FunctionDeclaration{
+			Name: ToolName,
+			Description: render.Description(render.DescriptionConfig{
+				BlockAppended:   !cfg.DisableBlock,
+				DiscoveryModule: discovery,
+				ArtifactTools:   art && !cfg.DisableArtifactTools,
+				Timeout:         cfg.Timeout,
+			}),
+			ParametersJsonSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"code": map[string]any{"type": "string", "description": "The Python code to execute."},
+				},
+				"required": []any{"code"},
 			},
-			"required": []any{"code"},
-		},
-	}}
+		}}
+	}
 	return &hookSet{e: e}, nil
 }
 

@@ -146,7 +146,7 @@ func runCode(t *testing.T, h *hookSet, ctx agent.ToolContext, code string) (out 
 			t.Fatalf("execute_code panicked: %v", r)
 		}
 	}()
-	return h.e.tool.Run(ctx, map[string]any{"code": code})
+	return h.e.tool[1].Run(ctx, map[string]any{"code": code})
 }
 
 // A MaxOutputChars between 41 and 69 left no room for the tail after the
@@ -245,7 +245,7 @@ func TestOutputFileReadIsBounded(t *testing.T) {
 	}
 	done := make(chan ret, 1)
 	go func() {
-		out, err := h.e.tool.Run(newArtifactCtx(context.Background()), map[string]any{"code": "x"})
+		out, err := h.e.tool[1].Run(newArtifactCtx(context.Background()), map[string]any{"code": "x"})
 		done <- ret{out, err}
 	}()
 	select {

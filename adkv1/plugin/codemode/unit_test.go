@@ -135,7 +135,7 @@ func TestReconnectClasses(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer h.Close()
-			got, err := h.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
+			got, err := h.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestRetryDoesNotRunTheClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	got, err := h.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
+	got, err := h.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestVersionMismatchDiscardsTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	_, err = h.e.tool.Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
+	_, err = h.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
 	var ve *transport.VersionError
 	if !errors.As(err, &ve) {
 		t.Fatalf("Run: %v, want a *transport.VersionError", err)
