@@ -134,7 +134,8 @@ func returnType(d *describer, resp *schema.Document, key string) string {
 // returnLines lays out the Returns section in the style of Args: the type
 // (inside the wrapper {key: T} when key is not ""), the first prose line
 // and the constraint suffix, further prose, then the result's fields. It
-// is empty when there is neither a schema nor a wrapper.
+// is empty when there is neither a schema nor a wrapper, and when it
+// would only repeat the return annotation.
 func returnLines(d *describer, resp *schema.Document, key string) []string {
 	if resp == nil && key == "" {
 		return nil
@@ -149,6 +150,9 @@ func returnLines(d *describer, resp *schema.Document, key string) []string {
 		rules = suffix(d.suffixParts(root, false, "", 0))
 		rest = restLines(text)
 		nested = d.fields(nil, root, 8, 1, nil)
+	}
+	if key == "" && head == "" && rules == "" && len(rest) == 0 && len(nested) == 0 {
+		return nil // the return annotation says it all
 	}
 	line := "    " + t
 	if key != "" {

@@ -238,17 +238,13 @@ func bigTool(t testing.TB) tool.Tool {
 
 func TestToolResultArtifacts(t *testing.T) {
 	svc := artifact.InMemoryService()
-	m := newScript().on("go", run(`import json
-from tools import fetch_report, load_artifact
+	m := newScript().on("go", run(`from tools import fetch_report
 small = fetch_report(size=10)
 print(small)
 named = fetch_report(size=3, artifact_name="My Report!", artifact_description="three x")
 print(named)
 big = fetch_report(size=200_000)
-print(sorted(big), big["size_bytes"])
-print(big["note"])
-full = json.loads(load_artifact(filename=big["tool_result_artifact"])["data"])
-print(len(full["result"]["body"]), full["tool"])`), say("ok"))
+print(sorted(big), len(big["body"]))`), say("ok"))
 	f := newFixture(t, m, fixtureConfig{cfg: Config{Tools: []tool.Tool{bigTool(t)}}, artifacts: svc})
 	evs := f.turn(t.Context(), "s1", "go")
 	out := outputs(evs)[0]
@@ -258,10 +254,7 @@ print(len(full["result"]["body"]), full["tool"])`), say("ok"))
 	want := strings.Join([]string{
 		"{'body': 'xxxxxxxxxx'}",
 		"{'body': 'xxx'}",
-		"['note', 'size_bytes', 'tool_result_artifact'] 200011",
-		fmt.Sprintf("The result of fetch_report is 200,011 bytes of JSON, over the 50,000-byte limit, so it was saved as the artifact %s instead of being returned. "+
-			"Load it with: json.loads(load_artifact(filename='%s')['data'])['result']", bigName, bigName),
-		"200000 fetch_report",
+		"['body'] 200000",
 		"",
 	}, "\n")
 	if diff := cmp.Diff(want, out["stdout"]); diff != "" {
@@ -296,6 +289,14 @@ print(len(full["result"]["body"]), full["tool"])`), say("ok"))
 	wantR = []ToolResult{{Tool: "fetch_report", CallID: fmt.Sprintf("codemode-%s-1", execID), Result: json.RawMessage(`{"body":"xxxxxxxxxx"}`)}}
 	if diff := cmp.Diff(wantR, r); diff != "" {
 		t.Errorf("ReadToolResults of the block's results (-want +got):\n%s", diff)
+	}
+	// The large result reached the code whole and is saved whole, alone.
+	r, err = ReadToolResults(loadArtifactPart(t, svc, "s1", bigName, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r) != 1 || r[0].Tool != "fetch_report" || len(r[0].Result) != 200_011 {
+		t.Errorf("ReadToolResults of the large result: %d results, first %q with %d bytes; want fetch_report's 200,011 bytes", len(r), r[0].Tool, len(r[0].Result))
 	}
 }
 

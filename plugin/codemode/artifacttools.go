@@ -40,8 +40,8 @@ func (e *ArtifactNameError) Error() string {
 
 // artifactTool is one of the built-in artifact tools: save_artifact,
 // load_artifact, list_artifacts. Its Run wraps the value the code gets in
-// {"result": value}, the shape functiontool gives non-map results; the
-// dispatcher unwraps it.
+// {"result": value}, the shape functiontool gives non-map results, and
+// says so (ResultKey); the dispatcher unwraps it.
 type artifactTool struct {
 	decl *genai.FunctionDeclaration
 	run  func(ctx agent.Context, a agent.Artifacts, args map[string]any) (any, error)
@@ -56,6 +56,7 @@ func (t *artifactTool) Name() string                            { return t.decl.
 func (t *artifactTool) Description() string                     { return t.decl.Description }
 func (t *artifactTool) IsLongRunning() bool                     { return false }
 func (t *artifactTool) Declaration() *genai.FunctionDeclaration { return t.decl }
+func (t *artifactTool) ResultKey() string                       { return "result" }
 
 func (t *artifactTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	a := artifactsOf(ctx)

@@ -21,7 +21,7 @@ const (
 	DefaultApprovalTimeout = 10 * time.Minute
 	DefaultBlockBudget     = 50_000
 	// DefaultLargeResultBytes is the size of a tool result, in bytes of
-	// JSON, past which code gets a pointer to its artifact instead.
+	// JSON, past which it is saved as an artifact of its own.
 	DefaultLargeResultBytes = 50_000
 )
 
@@ -114,8 +114,9 @@ type Config struct {
 	// [ReadToolResults].
 	DisableToolResultArtifacts bool
 	// LargeResultBytes is the size of a tool result (its JSON encoding)
-	// past which the code gets a short pointer to the saved artifact instead
-	// of the result. Zero means 50,000; negative means never.
+	// past which it is saved as an artifact of its own at once rather than
+	// with the block's other results. The code gets the result itself
+	// either way. Zero means 50,000; negative means never.
 	LargeResultBytes int
 	// OnArtifactsSaved, if set, is called after each execute_code block
 	// that saved at least one artifact, with the execute_code call's

@@ -107,6 +107,12 @@
 // The state it writes and the artifacts it saves are merged into the
 // execute_code call's, so they land on its event and in the session.
 //
+// The code gets the result the stub's return annotation names, whatever
+// its size: a tool that wraps its result (mcptoolset's {"output": v},
+// functiontool's {"result": v} for an output that is not an object, the
+// OpenAPI toolset's {"result": body}, or any tool with a method
+// ResultKey() string naming its key) has it taken out, so the code gets v.
+//
 // A failed call raises a Python exception: ToolError, whose str is
 // "<type>: <message>" with the Go error's type name (ValidationError for
 // arguments that do not match the schema), or TimeoutError past the tool's
@@ -144,8 +150,8 @@
 // execute_code call returns ([IsToolResultArtifact], [ReadToolResults];
 // Config.DisableToolResultArtifacts turns this off). A result the code
 // names with artifact_name is saved alone under that name, and one over
-// Config.LargeResultBytes alone at once, reaching the code as a pointer
-// to it. Every
+// Config.LargeResultBytes alone at once; the code gets every result
+// itself, whatever is saved. Every
 // version saved during a block is on the execute_code event's
 // Actions.ArtifactDelta and is passed to Config.OnArtifactsSaved. Without
 // an artifact service, the artifact tools raise a ToolError of type

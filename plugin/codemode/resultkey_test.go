@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"google.golang.org/adk/v2/agent"
@@ -23,8 +24,8 @@ type weatherOut struct {
 // TestStubsDescribeWhatCodeReceives checks that a tool's stub documents the
 // shape its result really has when code receives it: an MCP tool (a real
 // in-memory MCP server behind ADK's mcptoolset) wraps its structured result
-// as {"output": ...}; a functiontool returns an object output as it is and
-// wraps any other output as {"result": ...}.
+// as {"output": ...} and a functiontool any output that is not an object
+// as {"result": ...}; code gets what is inside, as the stub says.
 func TestStubsDescribeWhatCodeReceives(t *testing.T) {
 	clientT, serverT := mcp.NewInMemoryTransports()
 	server := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
@@ -66,25 +67,36 @@ func TestStubsDescribeWhatCodeReceives(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		path, file, annotation, returns, key string
+		code                                 any
 	}{
-		{"mcp.get_weather", "tools/mcp/get_weather.py", "-> dict[str, dict[str, Any]]:", "{'output': dict[str, Any]}", "output"},
-		{"local_weather", "tools/local_weather.py", "-> dict[str, Any]:", "dict[str, Any]", "temp_c"},
-		{"count", "tools/count.py", "-> dict[str, int]:", "{'result': int}", "result"},
+		{"mcp.get_weather", "tools/mcp/get_weather.py", "-> dict[str, Any]:", "dict[str, Any] (no other keys)", "output", map[string]any{"temp_c": 21.5}},
+		{"local_weather", "tools/local_weather.py", "-> dict[str, Any]:", "dict[str, Any]", "", map[string]any{"temp_c": 3.0}},
+		{"count", "tools/count.py", "-> int:", "", "result", int64(7)},
 	} {
 		stub := string(s.files[tc.file])
-		if !strings.Contains(stub, tc.annotation) || !strings.Contains(stub, "Returns:\n        "+tc.returns) {
-			t.Errorf("%s: stub lacks %q or the Returns line %q:\n%s", tc.path, tc.annotation, tc.returns, stub)
+		if !strings.Contains(stub, tc.annotation) {
+			t.Errorf("%s: stub lacks %q:\n%s", tc.path, tc.annotation, stub)
 		}
-		if !strings.Contains(stub, "temp_c: float") && tc.key != "result" {
-			t.Errorf("%s: stub lacks the result's fields:\n%s", tc.path, stub)
+		if tc.returns != "" && (!strings.Contains(stub, "Returns:\n        "+tc.returns) || !strings.Contains(stub, "temp_c: float")) {
+			t.Errorf("%s: stub lacks the Returns line %q or the result's fields:\n%s", tc.path, tc.returns, stub)
+		}
+		if tc.returns == "" && strings.Contains(stub, "Returns:") {
+			t.Errorf("%s: a Returns section that only repeats the annotation:\n%s", tc.path, stub)
 		}
 		st := s.tools[tc.path]
+		if st.resultKey != tc.key {
+			t.Errorf("%s: result key %q, want %q", tc.path, st.resultKey, tc.key)
+		}
 		res, err := st.tool.Run(fakeToolContext(t.Context()), map[string]any{"city": "Paris"})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.path, err)
 		}
-		if _, ok := res[tc.key]; !ok || len(res) != 1 {
-			t.Errorf("%s: result %v, want the one key %q the stub documents", tc.path, res, tc.key)
+		// What code gets: the tool's result taken out of its wrapper, as
+		// JSON decodes it.
+		var e engine
+		got := e.resultValue(t.Context(), &execCall{}, st, "", resultNaming{}, res)
+		if diff := cmp.Diff(tc.code, got); diff != "" {
+			t.Errorf("%s: code gets (-want +got):\n%s", tc.path, diff)
 		}
 	}
 }

@@ -277,13 +277,14 @@ func refusal(tc *callContext, st *surfaceTool, result map[string]any, err error)
 	return nil
 }
 
-// resultValue is a tool's result as the code gets it: a built-in tool's
-// lone "result" unwrapped, made JSON-safe, and saved as an artifact when
-// the tool's results are.
+// resultValue is a tool's result as the code gets it: taken out of the
+// tool's wrapper when it has one (a callback that returned another shape
+// is passed as it is), made JSON-safe, and saved as an artifact when the
+// tool's results are.
 func (e *engine) resultValue(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming resultNaming, result map[string]any) any {
 	var value any = result
-	if st.builtin {
-		if v, ok := result["result"]; ok && len(result) == 1 {
+	if st.resultKey != "" {
+		if v, ok := result[st.resultKey]; ok && len(result) == 1 {
 			value = v
 		}
 	}

@@ -136,9 +136,9 @@ except Exception as e:
 	stdout, _ := out[0]["stdout"].(string)
 	stderr, _ := out[0]["stderr"].(string)
 	for _, want := range []string{
-		`echo: {"output": `, "hello from the jail",
-		`sum: {"output": `, "42",
-		`weather: {"output": {"conditions": "Light rain / drizzle", "humidity": 82, "temperature": 36}}`,
+		`echo: "Echo: hello from the jail"`,
+		`sum: "The sum of 2 and 40 is 42."`,
+		`weather: {"conditions": "Light rain / drizzle", "humidity": 82, "temperature": 36}`,
 		"described: True",
 		"gzip raised: ToolError True",
 	} {
@@ -168,7 +168,7 @@ func TestMCPServerGoneLeavesOthers(t *testing.T) {
 	good := &echoToolset{label: "good"}
 	m := newScript().
 		on("before", run(`from tools.everything import echo
-print(echo(message="up")["output"])`), say("ok")).
+print(echo(message="up"))`), say("ok")).
 		on("after", run(`from tools.good import echo
 print(echo(word="still")["said"])`), say("ok"))
 	f := newFixture(t, m, fixtureConfig{cfg: Config{

@@ -6,7 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
+	"log/slog"
 
 	"google.golang.org/genai"
 )
@@ -18,13 +18,14 @@ type resultNaming struct {
 }
 
 // saveToolResult saves a tool call's result, already JSON-safe, and
-// returns what the code gets: the value itself, or, when its JSON is over
-// Config.LargeResultBytes and load_artifact is available, a pointer to the
-// artifact. Such a result, and one the code named with artifact_name, is
+// returns what the code gets: the value itself, whatever its size (the
+// channel to the sandbox bounds it, and a result over that limit fails as
+// a ToolError that says so). A result whose JSON is over
+// Config.LargeResultBytes, and one the code named with artifact_name, is
 // saved at once as a tool-result artifact of its own; the others are saved
 // together when the block's execute_code call returns, as one tool-results
-// artifact. Without an artifact service, or when the save fails, the value
-// is returned as it is.
+// artifact. Without an artifact service, or when the save fails, nothing
+// is saved; the code gets the value all the same.
 func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming resultNaming, value any) any {
 	if !exec.hasArtifacts() {
 		return value
@@ -34,12 +35,11 @@ func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surface
 		return value
 	}
 	limit := e.cfg.LargeResultBytes
-	pointer := limit >= 0 && len(data) > limit && !e.cfg.DisableArtifactTools
+	alone := naming.name != "" || (limit >= 0 && len(data) > limit)
 	r := ToolResult{Tool: st.name, CallID: callID, Name: naming.name, Description: naming.description, Result: data}
-	// A result the code gets a pointer to, or one saved under a name the
-	// code chose, is saved alone now; the others wait for the end of the
-	// block (see collect).
-	if !pointer && naming.name == "" && exec.collect(ctx, r) {
+	// A large result, or one saved under a name the code chose, is saved
+	// alone now; the others wait for the end of the block (see collect).
+	if !alone && exec.collect(ctx, r) {
 		return value
 	}
 	name := toolResultArtifactName(naming.name, st.name, callID)
@@ -48,18 +48,10 @@ func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surface
 		return value
 	}
 	if _, err := exec.save(ctx, name, &genai.Part{InlineData: &genai.Blob{MIMEType: ToolResultMIMEType, Data: env}}); err != nil {
-		return value
+		slog.Warn("codemode: a tool result was not saved as an artifact; check the artifact service",
+			"artifact", name, "tool", st.name, "err", err)
 	}
-	if !pointer {
-		return value
-	}
-	return map[string]any{
-		"tool_result_artifact": name,
-		"size_bytes":           len(data),
-		"note": fmt.Sprintf("The result of %s is %s bytes of JSON, over the %s-byte limit, so it was saved as the artifact %s instead of being returned. "+
-			"Load it with: json.loads(load_artifact(filename='%s')['data'])['result']",
-			st.name, thousands(len(data)), thousands(limit), name, name),
-	}
+	return value
 }
 
 // marshalJSON encodes v without escaping <, > and &.

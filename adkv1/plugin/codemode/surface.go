@@ -35,9 +35,9 @@ type surfaceTool struct {
 	tool      runnableTool
 	validator *schema.Validator // nil when the schema cannot be compiled even in part (logged)
 
-	// builtin: one of the artifact tools, whose {"result": v} is unwrapped
-	// and whose result is never saved as an artifact.
-	builtin bool
+	// resultKey: the tool returns its result as {resultKey: result}
+	// (see resultKey); the code gets the result itself.
+	resultKey string
 	// saveResult: the result is saved as a tool-result artifact.
 	saveResult bool
 	// popName and popDesc: artifact_name and artifact_description were
@@ -261,7 +261,7 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 			decl, addName, addDesc = withNamingParams(decl)
 			pops[[2]string{nt.ns, decl.Name}] = [2]bool{addName, addDesc}
 		}
-		rtools = append(rtools, render.Tool{Namespace: nt.ns, Declaration: decl, ResultKey: resultKey(rt, decl)})
+		rtools = append(rtools, render.Tool{Namespace: nt.ns, Declaration: decl})
 		byKey[[2]string{nt.ns, decl.Name}] = rt
 	}
 	var shared []render.SharedParameter
@@ -276,9 +276,8 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 	for _, e := range reg.Entries() {
 		key := [2]string{e.Namespace, e.Name}
 		st := &surfaceTool{name: e.Name, code: codeName(e), tool: byKey[key]}
-		if _, ok := st.tool.(*artifactTool); ok {
-			st.builtin = true
-		} else if opt.resultArtifacts {
+		st.resultKey = resultKey(st.tool, e.Declaration)
+		if _, builtin := st.tool.(*artifactTool); !builtin && opt.resultArtifacts {
 			st.saveResult = true
 			st.popName, st.popDesc = pops[key][0], pops[key][1]
 		}
