@@ -92,7 +92,7 @@ fuzz:
 
 ## golden: rewrite every golden file after an intended change (review the diff!): each package with an -update flag (the API listing in api/ too), then the generated adkv1 copies
 golden:
-	$(GO) test ./render ./cmd/codemode ./internal/server ./toolset/openapi/e2e ./internal/apicheck -update
+	$(GO) test ./render ./cmd/codemode ./cmd/codemode-demo ./internal/server ./toolset/openapi/e2e ./internal/apicheck -update
 	$(MAKE) generate
 
 ## tidy: check that every go.mod and go.sum is tidy (TIDY= to tidy them); adkv1's against the root in this tree

@@ -58,7 +58,7 @@ func ExampleRegistry_Block() {
 	env := render.Environment{PythonVersion: "3.12.4", Packages: map[string]map[string]string{"yaml": {"PyYAML": "6.0.2"}}}
 	// A budget this small leaves room for each signature with a one-line
 	// summary, not for the full docstrings.
-	block := reg.Block(env, 1210)
+	block := reg.Block(env, 1030)
 	fmt.Println(block[strings.Index(block, "  <installed-packages>"):])
 	// Output:
 	//   <installed-packages>

@@ -26,6 +26,10 @@ type NetworkDescriber interface {
 	DescribeNetwork() string
 }
 
+// NoNetwork is the [NetworkDescriber] sentence of a backend whose
+// sandboxes have no network but their own loopback.
+const NoNetwork = "none: only the sandbox's own loopback; pip install and HTTP requests fail, so use the tools for data from outside"
+
 // NetworkOf is b's [NetworkDescriber] sentence, or "" when b does not say.
 func NetworkOf(b Backend) string {
 	if d, ok := b.(NetworkDescriber); ok {

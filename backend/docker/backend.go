@@ -79,7 +79,7 @@ func (b *Backend) Name() string { return "docker:" + b.cfg.Image }
 // DescribeNetwork says that code in the container reaches no network: its
 // network mode is always none ([transport.NetworkDescriber]).
 func (b *Backend) DescribeNetwork() string {
-	return "none: the sandbox has no network interface but its own loopback, so nothing outside it can be reached (pip install and HTTP requests fail); use the tools for data from outside"
+	return transport.NoNetwork
 }
 
 // Host is the engine address the backend uses.

@@ -53,11 +53,7 @@ var _ transport.Backend = (*Backend)(nil)
 
 // DescribeNetwork says that code in the jail reaches no network
 // ([transport.NetworkDescriber]).
-func (b *Backend) DescribeNetwork() string { return noNetwork }
-
-// noNetwork is what [Backend.DescribeNetwork] says: the jail has its own
-// loopback and nothing else.
-const noNetwork = "none: the sandbox has no network interface but its own loopback, so nothing outside it can be reached (pip install and HTTP requests fail); use the tools for data from outside"
+func (b *Backend) DescribeNetwork() string { return transport.NoNetwork }
 
 // Name identifies the backend and its interpreter, for example
 // "jail:/usr/bin/python3".

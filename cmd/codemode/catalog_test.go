@@ -21,8 +21,8 @@ func TestCatalog(t *testing.T) {
 		// The block points to search and describe, as the plugin's does;
 		// here the hint with even the names does not fit below the full
 		// catalog's 1,325 characters.
-		{[]string{"--block", "--budget", "1325"}, "def get_weather(", "search(query)"},
-		{[]string{"--block", "--budget", "1324"}, "`from tools import search, describe`", "# tools"},
+		{[]string{"--block", "--budget", "1146"}, "def get_weather(", "search(query)"},
+		{[]string{"--block", "--budget", "1145"}, "`from tools import search, describe`", "# tools"},
 		{[]string{"--block", "--budget", "10"}, "too large to show", "# tools"},
 	} {
 		var out, errb bytes.Buffer

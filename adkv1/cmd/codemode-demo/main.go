@@ -67,7 +67,12 @@ func run(ctx context.Context, out io.Writer, modelName, backendName, prompt stri
 		prompt = task
 		fmt.Fprintln(out, "GOOGLE_API_KEY is not set: replaying a scripted model. The sandbox and the tools are real.")
 	}
+	return converse(ctx, out, llm, backend, prompt)
+}
 
+// converse runs one turn of the demo agent, with llm as its model, and
+// prints it as it happens.
+func converse(ctx context.Context, out io.Writer, llm model.LLM, backend transport.Backend, prompt string) error {
 	tools, err := demoTools()
 	if err != nil {
 		return err
