@@ -26,6 +26,13 @@ type NetworkDescriber interface {
 	DescribeNetwork() string
 }
 
+// A StartReporter is a [Session] that says how it started, for traces and
+// metrics: path names the way (for a jail "forked", "cold" or "fallback")
+// and reason, for a fallback, why the usual way failed.
+type StartReporter interface {
+	StartPath() (path, reason string)
+}
+
 // NoNetwork is the [NetworkDescriber] sentence of a backend whose
 // sandboxes have no network but their own loopback.
 const NoNetwork = "none: only the sandbox's own loopback; pip install and HTTP requests fail, so use the tools for data from outside"

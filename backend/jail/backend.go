@@ -70,7 +70,21 @@ func (b *Backend) Name() string {
 type Session struct {
 	transport.Session
 	cmd      *Cmd
+	forked   bool
 	fallback error
+}
+
+// StartPath says how the session started ([transport.StartReporter]):
+// "forked" from the template, "cold", or "fallback", cold because the fork
+// failed, with why.
+func (s *Session) StartPath() (path, reason string) {
+	switch {
+	case s.fallback != nil:
+		return "fallback", s.fallback.Error()
+	case s.forked:
+		return "forked", ""
+	}
+	return "cold", ""
 }
 
 // Fallback is why a session that was to be forked from a template was
@@ -105,7 +119,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		}
 		return nil, fmt.Errorf("jail: %w", err)
 	}
-	return &Session{Session: client, cmd: st.cmd, fallback: st.fallback}, nil
+	return &Session{Session: client, cmd: st.cmd, forked: st.zygote && st.fallback == nil, fallback: st.fallback}, nil
 }
 
 // ServeSession serves one session of a sandbox server over stream, a

@@ -39,6 +39,7 @@ var layers = map[string]int{
 	"adkv1/toolset/openapi":           2,
 	"adkv1/internal/fromv2":           2,
 	"internal/hooklink":               3,
+	"internal/observe":                3,
 	"adkv1/internal/hooklink":         3,
 	"render":                          3,
 	"conformance":                     3,

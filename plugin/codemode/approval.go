@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/adk-codemode/codemode/internal/observe"
 	"slices"
 	"strings"
 	"sync"
@@ -98,9 +99,18 @@ func (c confirmedContext) ToolConfirmation() *toolconfirmation.ToolConfirmation 
 // approved waits for the answer to req, then runs the call again with it
 // or raises ToolDeniedError.
 func (h handler) approved(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, req *approvalRequest) transport.ToolResult {
+	oc := observedCall(ctx)
+	oc.ApprovalAsked()
+	asked := time.Now()
 	conf, res, ok := f.ask(ctx, req)
-	if !ok {
+	switch {
+	case !ok:
+		oc.ApprovalAnswered(observe.Unanswered, time.Since(asked))
 		return res
+	case conf.Confirmed:
+		oc.ApprovalAnswered(observe.Approved, time.Since(asked))
+	default:
+		oc.ApprovalAnswered(observe.Declined, time.Since(asked))
 	}
 	// The answer came with a place among the calls in flight (see
 	// [engine.resume]), so the block cannot pause again before this call
@@ -124,6 +134,7 @@ type flight struct {
 	ctx    context.Context // the block's run; cancelled to interrupt it
 	cancel context.CancelCauseFunc
 	clock  *runClock
+	obs    *observe.Block
 
 	mu      sync.Mutex
 	calls   int           // tool calls the block made, which number their ids
@@ -272,12 +283,13 @@ func (c *runClock) stop() {
 // block's run time is bounded on the host, so that the time it waits for
 // approval does not count; a cancelled ctx interrupts it while a call
 // follows it (see [engine.follow]).
-func (e *engine) launch(ctx context.Context, tn *turn, code string) *flight {
-	fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	f := &flight{code: code, ctx: fctx, cancel: cancel, changed: make(chan struct{})}
+func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.Identity) *flight {
+	bctx, blk := e.obs.StartBlock(context.WithoutCancel(ctx), id, e.cfg.Backend.Name(), code)
+	fctx, cancel := context.WithCancelCause(bctx)
+	f := &flight{code: code, ctx: fctx, cancel: cancel, changed: make(chan struct{}), obs: blk}
 	if limit := e.cfg.Timeout; limit > 0 {
 		f.clock = &runClock{left: limit, fire: func() {
-			cancel(fmt.Errorf("the code ran for longer than %s and was stopped (time awaiting approval does not count)", seconds(limit)))
+			cancel(&codeTimeout{fmt.Sprintf("the code ran for longer than %s and was stopped (time awaiting approval does not count)", seconds(limit))})
 		}}
 	}
 	tn.setFlight(f)
@@ -286,6 +298,7 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string) *flight {
 		// does not count.
 		res, sess, err := e.runBlock(fctx, tn, transport.Block{Code: code, Grace: e.cfg.Grace}, f.clock)
 		f.clock.stop()
+		blk.End(blockEnd(fctx, res, err))
 		f.mu.Lock()
 		f.done, f.res, f.sess, f.err = true, res, sess, err
 		for _, r := range f.queue {
@@ -548,6 +561,8 @@ func (e *engine) resume(ctx agent.Context, conf *toolconfirmation.ToolConfirmati
 	}
 	tn := p.tn
 	e.adopt(ctx.InvocationID(), tn)
+	// ADK's span of this execute_code call links to the block it resumes.
+	p.f.obs.LinkFrom(ctx)
 	exec := &execCall{parent: ctx, id: ctx.FunctionCallID()}
 	tn.begin(exec)
 	defer tn.end(exec)

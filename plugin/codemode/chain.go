@@ -42,21 +42,24 @@ func (e *engine) chainFor(exec *execCall, toolName string) (chain, error) {
 // run runs the tool through the chain: the before-tool callbacks (an
 // answer skips the tool), the tool, on an error the on-error callbacks (an
 // answer replaces the error), then the after-tool callbacks (an answer
-// replaces the outcome).
-func (c chain) run(tc agent.Context, st *surfaceTool, args map[string]any) (map[string]any, error) {
+// replaces the outcome). via names the last stage whose callback answered
+// ("before_tool", "on_tool_error", "after_tool"), or is "".
+func (c chain) run(tc agent.Context, st *surfaceTool, args map[string]any) (_ map[string]any, _ error, via string) {
 	result, err := c.before(tc, st.tool, args)
-	if !answered(result, err) {
+	if answered(result, err) {
+		via = "before_tool"
+	} else {
 		result, err = runTool(tc, st, args)
 	}
 	if err != nil {
 		if alt, altErr := c.onError(tc, st.tool, args, err); answered(alt, altErr) {
-			result, err = alt, altErr
+			result, err, via = alt, altErr, "on_tool_error"
 		}
 	}
 	if alt, altErr := c.after(tc, st.tool, args, result, err); answered(alt, altErr) {
-		result, err = alt, altErr
+		result, err, via = alt, altErr, "after_tool"
 	}
-	return result, err
+	return result, err, via
 }
 
 // answered says whether a callback decided: a non-nil result or error.

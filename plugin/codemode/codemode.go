@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"fmt"
+	"github.com/adk-codemode/codemode/internal/observe"
 
 	"google.golang.org/genai"
 
@@ -121,8 +122,12 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 		toolsets:       toolsets,
 		requirePlugins: requirePlugins,
 		ownBackend:     own,
-		turns:          map[string]*turn{},
-		roots:          map[string]string{},
+		obs: observe.New(observe.Config{
+			TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+			AuditLog: cfg.AuditLog, RecordCode: cfg.TraceCode,
+		}),
+		turns: map[string]*turn{},
+		roots: map[string]string{},
 	}
 	for _, ts := range toolsets {
 		if rp, ok := ts.set.(requestProcessor); ok {

@@ -1,7 +1,11 @@
 package codemode
 
 import (
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
@@ -125,6 +129,24 @@ type Config struct {
 	// event's Actions.ArtifactDelta. It runs before execute_code returns;
 	// it cannot change the result.
 	OnArtifactsSaved func(ctx agent.Context, delta map[string]int64)
+
+	// TracerProvider makes the spans of each block, sandbox start and tool
+	// call from code, under ADK's execute_tool span of the execute_code
+	// call (docs/observability.md lists them); nil means the global
+	// provider, which records nothing until the program sets one. No span
+	// holds code, arguments, results or output, unless TraceCode is set.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes Code Mode's metrics; nil means the global one.
+	MeterProvider metric.MeterProvider
+	// AuditLog, if set, gets one record at level Info per block
+	// ("codemode.block") and per tool call from code
+	// ("codemode.tool_call"): who, what, the outcome, the duration and
+	// the sizes, never the values.
+	AuditLog *slog.Logger
+	// TraceCode puts each block's code on its span (codemode.code), its
+	// first 4,096 bytes, with values that look like credentials redacted.
+	// Off, the span has the code's size and SHA-256 only.
+	TraceCode bool
 }
 
 // Namespace names the namespace of one toolset of [Config.Toolsets]: its

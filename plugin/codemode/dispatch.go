@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/adk-codemode/codemode/internal/observe"
 	"maps"
 	"reflect"
 	"strconv"
@@ -69,11 +70,14 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	if !ok {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
+	ctx, oc := f.obs.StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description()})
+	ctx = context.WithValue(ctx, observedCallKey{}, oc)
 	res, req := h.dispatchOnce(ctx, f, st, call)
-	if req == nil {
-		return res
+	if req != nil {
+		res = h.approved(ctx, f, st, call, req)
 	}
-	return h.approved(ctx, f, st, call, req)
+	endObserved(oc, call, res)
+	return res
 }
 
 // dispatchOnce runs one tool call while the block's execute_code call is
@@ -100,6 +104,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, c
 	if id == "" {
 		id = f.nextCallID(exec.id)
 	}
+	observedCall(ctx).SetCallID(id)
 	limit := h.e.cfg.ToolTimeout
 	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
 		limit = call.Timeout
@@ -213,7 +218,8 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	if conf != nil {
 		run = confirmedContext{callContext: tc, conf: conf}
 	}
-	result, err := c.run(run, st, args)
+	result, err, via := c.run(run, st, args)
+	observedCall(ctx).AnsweredBy(via)
 	if refused := refusal(tc, st, result, err); refused != nil {
 		return errorResult(st.name, refused), nil
 	}

@@ -3,6 +3,7 @@ package codemode
 import (
 	"context"
 	"errors"
+	"github.com/adk-codemode/codemode/internal/observe"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,10 +145,18 @@ func (e *engine) session(ctx context.Context, t *turn) (_ transport.Session, fre
 	if surf == nil {
 		return nil, false, errors.New("codemode: the turn has no tool surface")
 	}
-	s, err := e.cfg.Backend.Open(ctx, transport.SessionConfig{Files: surf.files, Tools: handler{e: e, t: t}})
+	sctx, start := e.obs.StartSandbox(ctx, e.cfg.Backend.Name())
+	s, err := e.cfg.Backend.Open(sctx, transport.SessionConfig{Files: surf.files, Tools: handler{e: e, t: t}})
 	if err != nil {
+		start.End("", "", err)
 		return nil, false, err
 	}
+	var path, reason string
+	if r, ok := s.(transport.StartReporter); ok {
+		path, reason = r.StartPath()
+	}
+	start.End(path, reason, nil)
+	s = &countedSession{Session: s, obs: e.obs, backend: e.cfg.Backend.Name()}
 	recordEnvironment(e.cfg.Backend, s.Environment())
 	t.mu.Lock()
 	t.sess = s
@@ -168,4 +177,20 @@ func (t *turn) discard(s transport.Session) {
 	}
 	t.mu.Unlock()
 	_ = s.Close()
+}
+
+// countedSession is a sandbox counted open (codemode.sandboxes.open) until
+// its first Close.
+type countedSession struct {
+	transport.Session
+	obs     *observe.Observer
+	backend string
+	closed  atomic.Bool
+}
+
+func (s *countedSession) Close() error {
+	if !s.closed.Swap(true) {
+		s.obs.SandboxClosed(s.backend)
+	}
+	return s.Session.Close()
 }

@@ -4,6 +4,7 @@ package codemode
 
 import (
 	"errors"
+	"github.com/adk-codemode/codemode/internal/observe"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ type engine struct {
 	tool         [2]*execTool
 	toolsetHooks []requestProcessorOf       // the toolsets' request processors, in order
 	ownBackend   interface{ Close() error } // the default backend, made by the engine; closed with it
+	obs          *observe.Observer
 
 	mu         sync.Mutex
 	turns      map[string]*turn  // by invocation id

@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/adk-codemode/codemode/internal/observe"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"mime"
 	"path"
 	"strconv"
@@ -85,7 +88,9 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 	if tn.awaitingApproval() {
 		return e.withNotices(ctx, result("", msgBusy, nil)), nil
 	}
-	f := e.launch(ctx, tn, code)
+	f := e.launch(ctx, tn, code, observe.Identity{
+		Invocation: ctx.InvocationID(), Session: ctx.SessionID(), Agent: ctx.AgentName(), CallID: ctx.FunctionCallID(),
+	})
 	return e.settle(ctx, tn, exec, f, false)
 }
 
@@ -133,7 +138,10 @@ func (e *engine) reportArtifacts(ctx agent.ToolContext, exec *execCall) {
 
 // lostError is a block whose sandbox was lost; msg tells the model what
 // that means for the code.
-type lostError struct{ msg string }
+type lostError struct {
+	msg   string
+	stage string // whether the code ran: not_run, ran or unknown
+}
 
 func (e *lostError) Error() string { return e.msg }
 
@@ -149,7 +157,7 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, 
 		case errors.Is(err, ErrClosed):
 			return nil, nil, err
 		case err != nil && attempt > 1:
-			return nil, nil, &lostError{msgNotRun + "\n" + err.Error()}
+			return nil, nil, &lostError{msgNotRun + "\n" + err.Error(), "not_run"}
 		case err != nil:
 			return nil, nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
 		}
@@ -192,11 +200,11 @@ func (e *engine) execFailed(tn *turn, sess transport.Session, err error, attempt
 			if attempt < 2 {
 				return true, nil
 			}
-			return false, &lostError{msgNotRun}
+			return false, &lostError{msgNotRun, "not_run"}
 		case transport.Ran:
-			return false, &lostError{msgRan}
+			return false, &lostError{msgRan, "ran"}
 		default:
-			return false, &lostError{msgUnknown}
+			return false, &lostError{msgUnknown, "unknown"}
 		}
 	case errors.Is(err, transport.ErrClosed) && e.isClosed():
 		return false, ErrClosed
@@ -252,6 +260,11 @@ func (e *engine) output(ctx agent.ToolContext, exec *execCall, sess transport.Se
 	}
 	stdout := e.stream(ctx, exec, "stdout", res.Stdout, res.StdoutDropped)
 	stderr = e.stream(ctx, exec, "stderr", stderr, res.StderrDropped)
+	// On ADK's span of the execute_code call: what reached the model.
+	trace.SpanFromContext(ctx).SetAttributes(
+		attribute.Int("codemode.files.saved", len(files)),
+		attribute.Int("codemode.stdout.chars", utf8.RuneCountInString(stdout)),
+		attribute.Int("codemode.stderr.chars", utf8.RuneCountInString(stderr)))
 	return result(stdout, stderr, files)
 }
 
@@ -334,6 +347,9 @@ func (e *engine) stream(ctx agent.ToolContext, exec *execCall, kind, text string
 	view, cut := boundOutput(text, e.cfg.MaxOutputChars)
 	if !cut && dropped == 0 {
 		return view
+	}
+	if cut {
+		e.obs.Truncated(ctx, kind, "model")
 	}
 	var note strings.Builder
 	note.WriteString("\n[")

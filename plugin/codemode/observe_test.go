@@ -1,0 +1,400 @@
+package codemode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+
+	"github.com/adk-codemode/codemode/internal/observe"
+)
+
+// swapProcessor passes ended spans to the recorder a test installs. ADK
+// takes its tracer from the global provider once, so the global provider
+// is set once for the test binary and each test installs its recorder.
+type swapProcessor struct {
+	sdktrace.SpanProcessor
+	rec atomic.Pointer[tracetest.SpanRecorder]
+}
+
+func (p *swapProcessor) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	if r := p.rec.Load(); r != nil {
+		r.OnStart(ctx, s)
+	}
+}
+
+func (p *swapProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	if r := p.rec.Load(); r != nil {
+		r.OnEnd(s)
+	}
+}
+
+var (
+	tracingOnce sync.Once
+	tracing     = &swapProcessor{SpanProcessor: tracetest.NewSpanRecorder()}
+)
+
+// recordSpans sets the global tracer provider (once) and records the spans
+// that end during the test.
+func recordSpans(t *testing.T) *tracetest.SpanRecorder {
+	tracingOnce.Do(func() {
+		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracing)))
+	})
+	rec := tracetest.NewSpanRecorder()
+	tracing.rec.Store(rec)
+	t.Cleanup(func() { tracing.rec.Store(nil) })
+	return rec
+}
+
+// secret looks like a payment provider's live key: planted in code,
+// arguments and output, it must show up in no span, metric or record.
+const secret = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+
+func attr(kv []attribute.KeyValue, key string) (attribute.Value, bool) {
+	for _, a := range kv {
+		if string(a.Key) == key {
+			return a.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func attrString(s sdktrace.ReadOnlySpan, key string) string {
+	v, _ := attr(s.Attributes(), key)
+	return v.Emit()
+}
+
+// TestObservability runs turns through a real runner and the jail with the
+// OpenTelemetry SDK's in-memory exporters and an audit log, and checks the
+// span tree, the metrics and the records: a turn of two blocks (parallel
+// calls from threads, a tool error, a validation failure; then a timeout),
+// and turns with an approval granted and one declined.
+func TestObservability(t *testing.T) {
+	rec := recordSpans(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	var audit bytes.Buffer
+	var auditMu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(lockedWriter{&auditMu, &audit}, nil))
+
+	fail, err := functiontool.New(functiontool.Config{Name: "fail", Description: "Always fails."},
+		func(agent.Context, struct{}) (map[string]any, error) { return nil, errors.New("the upstream is down") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause, err := functiontool.New(functiontool.Config{Name: "pause", Description: "Wait a little, then echo the label."},
+		func(_ agent.Context, a struct {
+			Label string `json:"label"`
+		}) (map[string]any, error) {
+			time.Sleep(100 * time.Millisecond)
+			return map[string]any{"label": a.Label}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := &sideEffects{n: map[string]int{}}
+	tools := append(approvalTools(t, fx), fail, pause)
+	obsCfg := Config{MeterProvider: mp, AuditLog: logger, Timeout: 2 * time.Second}
+
+	blockOne := `from concurrent.futures import ThreadPoolExecutor
+from tools import record, fail, pause, ToolError
+key = "` + secret + `"
+with ThreadPoolExecutor(4) as pool:
+    print(list(pool.map(lambda i: pause(label=f"{key}-{i}")["label"][-1], range(4))))
+try:
+    fail()
+except ToolError as e:
+    print("failed:", e.type)
+try:
+    record(label=5)
+except ToolError as e:
+    print("invalid:", e.type)
+print(key)`
+	blockTwo := `import time
+time.sleep(30)`
+	cfg := obsCfg
+	cfg.Tools = tools
+	m := newScript().on("work", run(blockOne), run(blockTwo), say("done"))
+	f := newFixture(t, m, fixtureConfig{cfg: cfg})
+	out := outputs(f.turn(t.Context(), "s1", "work"))
+	if len(out) != 2 || !strings.Contains(out[0]["stdout"].(string), "failed: ") {
+		t.Fatalf("outputs %v, want two, the first with the failed call", out)
+	}
+	if !strings.Contains(out[0]["stdout"].(string), "invalid: ValidationError") {
+		t.Errorf("first block's stdout %q, want the validation failure", out[0]["stdout"])
+	}
+
+	// Approvals: one granted, one declined, each in a turn of its own.
+	acfg := obsCfg
+	a := newApprovalFixtureWith(t, fx, map[string]string{
+		"pay": approveCode,
+		"rm": `from tools import delete_file, ToolDeniedError
+try:
+    delete_file(path="a.txt")
+except ToolDeniedError:
+    print("denied")`,
+	}, acfg, fixtureConfig{})
+	c := onlyConfirmation(t, a.turn(t.Context(), "s2", "pay"))
+	time.Sleep(20 * time.Millisecond) // a wait the span can show
+	a.answer(t.Context(), "s2", c, true)
+	c = onlyConfirmation(t, a.turn(t.Context(), "s3", "rm"))
+	a.answer(t.Context(), "s3", c, false)
+
+	spans := rec.Ended()
+	byID := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byID[s.SpanContext().SpanID().String()] = s
+	}
+	parent := func(s sdktrace.ReadOnlySpan) sdktrace.ReadOnlySpan { return byID[s.Parent().SpanID().String()] }
+	var blocks, calls, starts []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.InstrumentationScope().Name != observe.ScopeName {
+			continue
+		}
+		switch {
+		case s.Name() == "codemode.block":
+			blocks = append(blocks, s)
+		case s.Name() == "codemode.sandbox.start":
+			starts = append(starts, s)
+		case strings.HasPrefix(s.Name(), "execute_tool "):
+			calls = append(calls, s)
+		default:
+			t.Errorf("unexpected span %q", s.Name())
+		}
+	}
+	if len(blocks) != 4 {
+		t.Fatalf("%d block spans, want 4 (two blocks, the paid and the deleting one)", len(blocks))
+	}
+	outcomes := map[string]int{}
+	for _, b := range blocks {
+		p := parent(b)
+		if p == nil || p.Name() != "execute_tool execute_code" {
+			t.Errorf("block span's parent %v, want ADK's execute_tool execute_code span", p)
+		}
+		outcomes[attrString(b, "codemode.block.outcome")]++
+		if attrString(b, "codemode.code.sha256") == "" || attrString(b, "codemode.backend") == "" {
+			t.Errorf("block span without its code hash or backend: %v", b.Attributes())
+		}
+		if _, ok := attr(b.Attributes(), "codemode.code"); ok {
+			t.Errorf("the code is on a block span without TraceCode")
+		}
+	}
+	if outcomes["ok"] != 3 || outcomes["timeout"] != 1 {
+		t.Errorf("block outcomes %v, want 3 ok and 1 timeout", outcomes)
+	}
+	for _, s := range starts {
+		if p := parent(s); p == nil || p.Name() != "codemode.block" {
+			t.Errorf("sandbox start's parent %v, want a block span", p)
+		}
+		if path := attrString(s, "codemode.sandbox.start_path"); path != "forked" && path != "cold" && path != "fallback" {
+			t.Errorf("sandbox start path %q", path)
+		}
+	}
+	if len(starts) != 3 {
+		t.Errorf("%d sandbox starts, want 3 (one per turn)", len(starts))
+	}
+	callOutcomes := map[string]int{}
+	var records []sdktrace.ReadOnlySpan
+	var approved, declined sdktrace.ReadOnlySpan
+	for _, s := range calls {
+		if p := parent(s); p == nil || p.Name() != "codemode.block" {
+			t.Errorf("%s's parent %v, want a block span", s.Name(), p)
+		}
+		if attrString(s, "gen_ai.tool.call.id") == "" || attrString(s, "gen_ai.operation.name") != "execute_tool" {
+			t.Errorf("%s lacks ADK's attributes: %v", s.Name(), s.Attributes())
+		}
+		o := attrString(s, "codemode.tool.outcome")
+		callOutcomes[s.Name()+":"+o]++
+		if s.Name() == "execute_tool pause" {
+			records = append(records, s)
+		}
+		for _, ev := range s.Events() {
+			if ev.Name == "codemode.approval.answered" {
+				d, _ := attr(ev.Attributes, "codemode.approval.decision")
+				switch d.AsString() {
+				case observe.Approved:
+					approved = s
+				case observe.Declined:
+					declined = s
+				}
+			}
+		}
+	}
+	for _, want := range []string{"execute_tool fail:error", "execute_tool record:validation_error", "execute_tool send_money:ok", "execute_tool delete_file:denied"} {
+		if callOutcomes[want] != 1 {
+			t.Errorf("tool call outcomes %v, want one %s", callOutcomes, want)
+		}
+	}
+	if approved == nil || declined == nil || approved.Name() != "execute_tool send_money" || declined.Name() != "execute_tool delete_file" {
+		t.Errorf("approval events: approved on %v, declined on %v", approved, declined)
+	}
+	// The four calls from the thread pool ran side by side: some two
+	// overlap in time.
+	overlap := false
+	for i := range records {
+		for j := range records {
+			if i != j && records[i].StartTime().Before(records[j].EndTime()) && records[j].StartTime().Before(records[i].EndTime()) {
+				overlap = true
+			}
+		}
+	}
+	if len(records) != 4 || !overlap {
+		t.Errorf("%d pause calls, overlapping %v; want the four parallel ones to overlap", len(records), overlap)
+	}
+	// The execute_code call that resumed the paid block links to it.
+	linked := false
+	for _, s := range spans {
+		for _, l := range s.Links() {
+			if b, ok := byID[l.SpanContext.SpanID().String()]; ok && b.Name() == "codemode.block" && s.Name() == "execute_tool execute_code" {
+				linked = true
+			}
+		}
+	}
+	if !linked {
+		t.Error("no execute_code span links to the block it resumed")
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			metrics[m.Name] = m.Data
+		}
+	}
+	blockOutcomes := histogramAttrs(t, metrics["codemode.block.duration"], "codemode.block.outcome")
+	if blockOutcomes["ok"] != 3 || blockOutcomes["timeout"] != 1 {
+		t.Errorf("codemode.block.duration counts by outcome %v", blockOutcomes)
+	}
+	toolOutcomes := histogramAttrs(t, metrics["codemode.tool_call.duration"], "codemode.tool.outcome")
+	if toolOutcomes["validation_error"] != 1 || toolOutcomes["denied"] != 1 || toolOutcomes["error"] != 1 || toolOutcomes["ok"] < 6 {
+		t.Errorf("codemode.tool_call.duration counts by outcome %v", toolOutcomes)
+	}
+	for _, name := range []string{"codemode.sandbox.start.duration", "codemode.sandboxes.open", "codemode.approval.wait", "codemode.approvals.pending"} {
+		if metrics[name] == nil {
+			t.Errorf("no %s metric", name)
+		}
+	}
+
+	auditMu.Lock()
+	logText := audit.String()
+	auditMu.Unlock()
+	var blockRecs, callRecs int
+	for _, line := range strings.Split(strings.TrimSpace(logText), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("audit record %q: %v", line, err)
+		}
+		switch r["msg"] {
+		case "codemode.block":
+			blockRecs++
+			if r["invocation"] == "" || r["session"] == "" || r["agent"] == "" || r["code_sha256"] == nil {
+				t.Errorf("block record lacks who or what: %v", r)
+			}
+		case "codemode.tool_call":
+			callRecs++
+			if r["tool"] == "delete_file" && r["approval"] != observe.Declined {
+				t.Errorf("delete_file's record %v, want the declined approval", r)
+			}
+		}
+	}
+	if blockRecs != 4 || callRecs < 9 {
+		t.Errorf("%d block and %d tool call records, want 4 and at least 9", blockRecs, callRecs)
+	}
+
+	// Nothing recorded holds the secret from the code, the arguments or
+	// the output: no span of Code Mode's scope, no metric, no record.
+	for _, s := range spans {
+		if s.InstrumentationScope().Name != observe.ScopeName {
+			continue // ADK's own spans record a call's arguments and response (docs/observability.md)
+		}
+		if strings.Contains(fmt.Sprint(s.Name(), s.Attributes(), s.Events(), s.Status()), secret[8:]) {
+			t.Errorf("span %s holds the secret", s.Name())
+		}
+	}
+	if strings.Contains(fmt.Sprintf("%+v", rm), secret[8:]) {
+		t.Error("a metric holds the secret")
+	}
+	if strings.Contains(logText, secret[8:]) {
+		t.Error("the audit log holds the secret")
+	}
+}
+
+// histogramAttrs counts a histogram's measurements by the value of key.
+func histogramAttrs(t *testing.T, data metricdata.Aggregation, key string) map[string]uint64 {
+	t.Helper()
+	h, ok := data.(metricdata.Histogram[float64])
+	if !ok {
+		t.Fatalf("%T is not a float64 histogram", data)
+	}
+	out := map[string]uint64{}
+	for _, dp := range h.DataPoints {
+		v, _ := dp.Attributes.Value(attribute.Key(key))
+		out[v.AsString()] += dp.Count
+	}
+	return out
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestTraceCodeRedacts: with TraceCode, a block's span holds its code,
+// with a value that looks like a credential redacted.
+func TestTraceCodeRedacts(t *testing.T) {
+	rec := recordSpans(t)
+	code := `key = "` + secret + `"
+print(len(key))`
+	m := newScript().on("go", run(code), say("ok"))
+	f := newFixture(t, m, fixtureConfig{cfg: Config{Tools: []tool.Tool{}, TraceCode: true}})
+	wantClean(t, outputs(f.turn(t.Context(), "s1", "go"))[0])
+	var got string
+	for _, s := range rec.Ended() {
+		if s.Name() == "codemode.block" {
+			got = attrString(s, "codemode.code")
+		}
+	}
+	if want := `key = "[redacted]"` + "\nprint(len(key))"; got != want {
+		t.Errorf("codemode.code = %q, want %q", got, want)
+	}
+}
+
+func TestExceptionType(t *testing.T) {
+	for _, tc := range []struct{ stderr, want string }{
+		{"Traceback (most recent call last):\n  File \"<code-mode>\", line 1, in <module>\nKeyError: 'events'\n", "KeyError"},
+		{"Traceback (most recent call last):\n  File \"x\", line 2\ncodemode_runtime.ToolError: ValidationError: bad\n", "codemode_runtime.ToolError"},
+		{"Traceback (most recent call last):\n  File \"x\", line 2\nKeyboardInterrupt\n", "KeyboardInterrupt"},
+		{"warning: something\n", ""},
+	} {
+		if got := exceptionType(tc.stderr); got != tc.want {
+			t.Errorf("exceptionType(%q) = %q, want %q", tc.stderr, got, tc.want)
+		}
+	}
+}

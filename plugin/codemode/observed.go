@@ -1,0 +1,126 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// codeTimeout is the cause of a block's context when its run time ran out.
+type codeTimeout struct{ msg string }
+
+func (e *codeTimeout) Error() string { return e.msg }
+
+// exceptionLine is the last line of a Python traceback: the exception's
+// type, perhaps dotted, then its message.
+var exceptionLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?::|$)`)
+
+// blockEnd says how a block run in ctx ended, for its span and audit
+// record.
+func blockEnd(ctx context.Context, res *transport.Result, err error) observe.BlockEnd {
+	var lost *lostError
+	switch {
+	case errors.As(err, &lost):
+		return observe.BlockEnd{Outcome: observe.Lost, Lost: lost.stage, Err: err}
+	case err != nil:
+		return observe.BlockEnd{Outcome: observe.Failed, Err: err}
+	}
+	e := observe.BlockEnd{
+		Outcome: observe.OK, ExitCode: res.ExitCode,
+		Stdout: len(res.Stdout), Stderr: len(res.Stderr),
+		StdoutDropped: res.StdoutDropped, StderrDropped: res.StderrDropped,
+		Files: len(res.Files), Background: res.Background,
+	}
+	var timeout *codeTimeout
+	switch {
+	case res.Reset:
+		e.Outcome = observe.Killed
+	case res.Stopped && errors.As(context.Cause(ctx), &timeout):
+		e.Outcome = observe.Timeout
+	case res.Stopped:
+		e.Outcome = observe.Interrupted
+	case res.ExitCode != 0:
+		e.Outcome = observe.Error
+		e.Exception = exceptionType(res.Stderr)
+	}
+	return e
+}
+
+// exceptionType is the type of the exception a traceback in stderr ends
+// with, or "".
+func exceptionType(stderr string) string {
+	i := strings.LastIndex(stderr, "Traceback (most recent call last):")
+	if i < 0 {
+		return ""
+	}
+	var last string
+	for _, l := range strings.Split(stderr[i:], "\n") {
+		if l != "" && l[0] != ' ' && l[0] != '\t' {
+			if m := exceptionLine.FindStringSubmatch(l); m != nil {
+				last = m[1]
+			}
+		}
+	}
+	return last
+}
+
+// toolOutcome classifies a tool call's result for its span and audit
+// record.
+func toolOutcome(res transport.ToolResult) (outcome, errType string) {
+	if res.Err == nil {
+		return observe.OK, ""
+	}
+	switch t := res.Err.Type; t {
+	case "ValidationError":
+		return observe.ValidationError, t
+	case "TimeoutError":
+		return observe.Timeout, t
+	case deniedType:
+		return observe.Denied, t
+	case "UnsupportedToolActionError":
+		return observe.Refused, t
+	default:
+		return observe.Error, t
+	}
+}
+
+// observedCallKey is the context key of a tool call's *observe.ToolCall.
+type observedCallKey struct{}
+
+// observedCall is the tool call of ctx, or nil.
+func observedCall(ctx context.Context) *observe.ToolCall {
+	oc, _ := ctx.Value(observedCallKey{}).(*observe.ToolCall)
+	return oc
+}
+
+// endObserved ends the tool call oc of call with its result res.
+func endObserved(oc *observe.ToolCall, call transport.ToolCall, res transport.ToolResult) {
+	if oc == nil {
+		return
+	}
+	outcome, errType := toolOutcome(res)
+	var argsBytes, resultBytes int
+	var err error
+	if oc.Recording() {
+		argsBytes = jsonSize(call.Args)
+		if res.Err == nil {
+			resultBytes = jsonSize(res.Value)
+		} else {
+			err = errors.New(res.Err.Type)
+		}
+	}
+	oc.End(outcome, errType, argsBytes, resultBytes, err)
+}
+
+// jsonSize is the length of v's JSON, or 0 when it has none.
+func jsonSize(v any) int {
+	b, err := marshalJSON(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
