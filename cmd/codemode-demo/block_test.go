@@ -48,16 +48,7 @@ var hostLines = regexp.MustCompile(`(?s)\n  <python-version>[^\n]*</python-versi
 // interpreter's version and packages, which depend on the machine), so
 // that every change to it is reviewed as a diff.
 func TestGoldenBlock(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	s, err := (&jail.Backend{}).Open(ctx, transport.SessionConfig{})
-	cancel()
-	if errors.Is(err, jail.ErrUnsupported) {
-		hostcap.Missing(t, hostcap.UserNS, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = s.Close()
+	requireJail(t)
 	m := &recordingModel{}
 	b := &jail.Backend{}
 	t.Cleanup(func() { _ = b.Close() })
@@ -95,4 +86,19 @@ func TestGoldenBlock(t *testing.T) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s (-want +got); run with -update if the change is meant:\n%s", path, diff)
 	}
+}
+
+// requireJail skips, saying how to enable it, where the jail cannot run.
+func requireJail(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := (&jail.Backend{}).Open(ctx, transport.SessionConfig{})
+	if errors.Is(err, jail.ErrUnsupported) {
+		hostcap.Missing(t, hostcap.UserNS, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
 }

@@ -10,4 +10,9 @@
 //
 //	go run ./cmd/codemode-demo
 //	go run ./cmd/codemode-demo -backend unsandboxed   # hosts without namespaces
+//	go run ./cmd/codemode-demo -trace                 # then the run's trace, as a tree
+//
+// With -trace (or CODEMODE_TRACE=1) the run's spans, ADK's and Code
+// Mode's, are kept in memory and printed as a tree after the transcript
+// (see docs/observability.md).
 package main

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"io"
 	"os"
 	"strings"
@@ -33,8 +36,18 @@ func main() {
 	modelName := flag.String("model", envOr("CODEMODE_MODEL", "gemini-2.5-flash"), "Gemini model to use when GOOGLE_API_KEY is set")
 	backendName := flag.String("backend", "jail", "sandbox backend: jail, or unsandboxed (development only, no isolation)")
 	prompt := flag.String("prompt", task, "the task for the agent (a live model only; the scripted model knows one task)")
+	traced := flag.Bool("trace", os.Getenv("CODEMODE_TRACE") == "1", "print the run's trace (ADK's spans and Code Mode's) after the transcript; also CODEMODE_TRACE=1")
 	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *modelName, *backendName, *prompt); err != nil {
+	var rec *tracetest.SpanRecorder
+	if *traced {
+		rec = tracetest.NewSpanRecorder()
+		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	}
+	err := run(context.Background(), os.Stdout, *modelName, *backendName, *prompt)
+	if rec != nil {
+		printTrace(os.Stdout, rec)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "codemode-demo:", err)
 		os.Exit(1)
 	}
