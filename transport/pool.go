@@ -10,7 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/internal/observe"
 )
 
 // Pool is a [Backend] that keeps sessions of another backend started ahead
@@ -32,7 +35,13 @@ type Pool struct {
 	// StartTimeout bounds the start of a session in the background. Zero
 	// means two minutes.
 	StartTimeout time.Duration
+	// MeterProvider records how many sessions wait (codemode.pool.size)
+	// and how many Opens found none (codemode.pool.misses); nil means the
+	// global provider. See docs/observability.md.
+	MeterProvider metric.MeterProvider
 
+	obsOnce  sync.Once
+	obs      *observe.Observer
 	mu       sync.Mutex
 	key      [32]byte
 	ready    []*pooled
@@ -105,6 +114,10 @@ func (p *Pool) Open(ctx context.Context, cfg SessionConfig) (Session, error) {
 		stale, p.ready = p.ready, nil
 		p.key = key
 		p.failed = nil
+		// Starts still running are for the old files: they are dropped
+		// when they end, and count no longer against the new files'
+		// refill.
+		p.starting = 0
 	}
 	var got *pooled
 	for len(p.ready) > 0 && got == nil {
@@ -118,15 +131,42 @@ func (p *Pool) Open(ctx context.Context, cfg SessionConfig) (Session, error) {
 		p.failed = nil // a miss: try the background again
 	}
 	p.refillLocked(cfg)
+	ready := len(p.ready)
 	p.mu.Unlock()
+	p.observer().PoolSize(p.Name(), ready)
+	if got == nil {
+		p.observer().PoolMiss(p.Name())
+	}
 	for _, s := range stale {
 		_ = s.s.Close()
 	}
 	if got != nil {
 		got.tools.h.Store(&cfg.Tools)
-		return got.s, nil
+		return pooledSession{got.s}, nil
 	}
 	return p.Backend.Open(ctx, cfg)
+}
+
+// observer records the pool's metrics.
+func (p *Pool) observer() *observe.Observer {
+	p.obsOnce.Do(func() { p.obs = observe.New(observe.Config{MeterProvider: p.MeterProvider}) })
+	return p.obs
+}
+
+// pooledSession is a session handed over from the pool, which says so to
+// traces ([StartReporter]).
+type pooledSession struct{ Session }
+
+// StartPath is "pooled": the session was started ahead, before it was
+// asked for.
+func (pooledSession) StartPath() (path, reason string) { return "pooled", "" }
+
+// Err passes the pooled session's liveness through.
+func (s pooledSession) Err() error {
+	if e, ok := s.Session.(interface{ Err() error }); ok {
+		return e.Err()
+	}
+	return nil
 }
 
 // failed reports whether a session's connection has already ended.
@@ -157,14 +197,18 @@ func (p *Pool) refillLocked(cfg SessionConfig) {
 			s, err := p.Backend.Open(ctx, bg)
 			cancel()
 			p.mu.Lock()
-			p.starting--
+			if p.key == key {
+				p.starting--
+			}
 			keep := err == nil && !p.closed && p.key == key
 			if keep {
 				p.ready = append(p.ready, &pooled{s: s, tools: tools})
 			} else if err != nil && p.key == key {
 				p.failed = err
 			}
+			ready := len(p.ready)
 			p.mu.Unlock()
+			p.observer().PoolSize(p.Name(), ready)
 			if err == nil && !keep {
 				_ = s.Close()
 			}

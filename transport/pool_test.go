@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"errors"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"sync"
 	"testing"
 	"time"
@@ -85,7 +87,8 @@ func handler(v string) ToolHandler {
 
 func TestPoolHandsOverStartedSessions(t *testing.T) {
 	b := &poolBackend{}
-	p := &Pool{Backend: b, Size: 2}
+	reader := sdkmetric.NewManualReader()
+	p := &Pool{Backend: b, Size: 2, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))}
 	defer p.Close()
 	files := map[string][]byte{"tools/__init__.py": []byte("")}
 
@@ -107,7 +110,13 @@ func TestPoolHandsOverStartedSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := s2.(*poolSession)
+	if path, _ := s2.(StartReporter).StartPath(); path != "pooled" {
+		t.Errorf("a pooled session's start path %q, want pooled", path)
+	}
+	if _, ok := s1.(StartReporter); ok {
+		t.Error("the session started on a miss says it was pooled")
+	}
+	ps := s2.(pooledSession).Session.(*poolSession)
 	if ps == s1 || ps.closed {
 		t.Fatalf("got the cold session or a closed one")
 	}
@@ -123,7 +132,26 @@ func TestPoolHandsOverStartedSessions(t *testing.T) {
 	if s3 == s2 || s3 == s1 {
 		t.Error("a session was handed out twice")
 	}
-	if r := s3.(*poolSession).cfg.Tools.CallTool(t.Context(), ToolCall{Name: "x"}); r.Err == nil || r.Err.Type != "ToolNotFound" {
+	// One miss (the first Open), and the sessions waiting, as metrics.
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				got[m.Name] = d.DataPoints[0].Value
+			case metricdata.Gauge[int64]:
+				got[m.Name] = d.DataPoints[0].Value
+			}
+		}
+	}
+	if got["codemode.pool.misses"] != 1 || got["codemode.pool.size"] < 1 {
+		t.Errorf("pool metrics %v, want one miss and a size", got)
+	}
+	if r := s3.(pooledSession).Session.(*poolSession).cfg.Tools.CallTool(t.Context(), ToolCall{Name: "x"}); r.Err == nil || r.Err.Type != "ToolNotFound" {
 		t.Errorf("nil tools: %+v, want ToolNotFound", r)
 	}
 }
@@ -153,7 +181,7 @@ func TestPoolOtherFilesStartAfresh(t *testing.T) {
 	}
 	waitReady(t, p, 1)
 	s, _ = p.Open(t.Context(), SessionConfig{Files: other})
-	if string(s.(*poolSession).cfg.Files["tools/a.py"]) != "b" {
+	if string(s.(pooledSession).Session.(*poolSession).cfg.Files["tools/a.py"]) != "b" {
 		t.Error("the pool did not refill with the new files")
 	}
 }
@@ -220,5 +248,31 @@ func TestPoolClose(t *testing.T) {
 	}
 	if _, err := p.Open(context.Background(), SessionConfig{}); err == nil {
 		t.Error("Open after Close succeeded")
+	}
+}
+
+// TestPoolFillsAfterFilesChangeMidStart: an Open with other files while a
+// start for the old files still runs fills the pool for the new files;
+// the old start is dropped when it ends. (Before, the old start counted
+// against the new files' refill, and the pool stayed empty.)
+func TestPoolFillsAfterFilesChangeMidStart(t *testing.T) {
+	b := &poolBackend{delay: 50 * time.Millisecond}
+	p := &Pool{Backend: b, Size: 1}
+	defer p.Close()
+	if _, err := p.Open(t.Context(), SessionConfig{Files: map[string][]byte{"tools/a.py": []byte("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	// The refill for "a" is still starting (50 ms) when the files change.
+	other := map[string][]byte{"tools/a.py": []byte("b")}
+	if _, err := p.Open(t.Context(), SessionConfig{Files: other}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, 1)
+	s, err := p.Open(t.Context(), SessionConfig{Files: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path, _ := s.(StartReporter).StartPath(); path != "pooled" || string(s.(pooledSession).Session.(*poolSession).cfg.Files["tools/a.py"]) != "b" {
+		t.Errorf("the third Open got a session started for it or for the old files")
 	}
 }

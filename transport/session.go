@@ -147,6 +147,9 @@ type ToolCall struct {
 	// Timeout is the caller's own bound, zero if none. The host may apply
 	// a lower one.
 	Timeout time.Duration
+	// Thread numbers the calling thread within its block, for traces: 0 the
+	// main thread, then 1, 2... in the order of each thread's first call.
+	Thread int
 }
 
 // ToolResult is the answer to a [ToolCall]: a JSON-compatible value, or an

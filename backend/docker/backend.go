@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/adk-codemode/codemode/internal/observe"
+	"go.opentelemetry.io/otel/attribute"
 	"io"
 	"os"
 	"strings"
@@ -130,6 +132,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	if err := b.connect(ctx); err != nil {
 		return nil, err
 	}
+	observe.Event(ctx, "codemode.sandbox.engine_connected")
 	preamble, err := encodePreamble(scfg.Files, wsproto.FileLimits{MaxBytes: b.cfg.MaxFilesBytes, MaxFiles: b.cfg.MaxFiles})
 	if err != nil {
 		return nil, fmt.Errorf("docker: the session's files: %w", err)
@@ -138,6 +141,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	if err != nil {
 		return nil, err
 	}
+	observe.Event(ctx, "codemode.sandbox.container_created", attribute.String("codemode.docker.image", b.cfg.Image), attribute.String("codemode.docker.container", shortID(c.id)))
 	s, err := b.attach(ctx, c, preamble, scfg)
 	if err != nil {
 		_ = c.remove()
@@ -193,6 +197,7 @@ func (b *Backend) attach(ctx context.Context, c *box, preamble []byte, scfg tran
 		hj.Close()
 		return nil, fmt.Errorf("docker: the engine did not start the sandbox container (its limits: %s): %w; lower or unset the limit it names in docker.Config", b.describeLimits(), err)
 	}
+	observe.Event(ctx, "codemode.sandbox.container_started")
 	stderr := &tailbuf.Buffer{Max: 16 << 10}
 	stdout, stdoutW := io.Pipe()
 	demuxed := make(chan struct{})

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/adk-codemode/codemode/internal/observe"
+	"go.opentelemetry.io/otel/attribute"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -215,6 +217,9 @@ func (b *Backend) Open(ctx context.Context, cfg transport.SessionConfig) (transp
 			case <-t.C:
 			}
 		}
+		if attempt > 1 {
+			observe.Event(ctx, "codemode.sandbox.retry", attribute.Int("codemode.attempt", attempt))
+		}
 		var s transport.Session
 		s, err = b.start(ctx, cfg)
 		if err == nil {
@@ -252,21 +257,28 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 			release()
 			return nil, err
 		}
+		observe.Event(ctx, "codemode.sandbox.provisioned")
 	}
 	ws, err := b.dial(ctx, target, "")
 	if err != nil {
 		release()
 		return nil, err
 	}
+	observe.Event(ctx, "codemode.sandbox.connected")
 	stream := wsproto.NewStream(ws, b.stream)
 	if err := stream.SendFiles(cfg.Files, b.files); err != nil {
 		_ = stream.Close()
 		release()
 		return nil, fmt.Errorf("remote: send the session's files to %s: %w", redact(target), err)
 	}
+	observe.Event(ctx, "codemode.sandbox.files_sent")
+	attempts := 0
 	res := wsproto.NewClient(stream, b.stream, wsproto.Redial{
 		Dial: func(ctx context.Context, credential string) (*websocket.Conn, error) {
+			attempts++
+			started := time.Now()
 			ws, err := b.dial(ctx, target, credential)
+			observe.Resumed(ctx, b.Name(), attempts, started, err)
 			if err != nil {
 				b.cfg.Logger.Warn("remote: resuming the session failed", "sandbox", redact(target), "err", err)
 			} else {

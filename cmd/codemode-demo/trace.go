@@ -63,8 +63,8 @@ func attributes(s sdktrace.ReadOnlySpan) string {
 	var parts []string
 	for _, k := range shownAttributes {
 		for _, a := range s.Attributes() {
-			if a.Key == k && a.Value.Emit() != "" {
-				parts = append(parts, string(k[strings.LastIndexByte(string(k), '.')+1:])+"="+a.Value.Emit())
+			if a.Key == k && a.Value.String() != "" {
+				parts = append(parts, string(k[strings.LastIndexByte(string(k), '.')+1:])+"="+a.Value.String())
 			}
 		}
 	}

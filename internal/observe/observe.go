@@ -323,3 +323,27 @@ func (o *Observer) PoolMiss(backend string) {
 	}
 	o.misses.Add(context.Background(), 1, metric.WithAttributes(attribute.String("codemode.backend", backend)))
 }
+
+// Event adds the event name, with attrs, to ctx's span, if it records: a
+// backend marks the steps of a sandbox's start this way (the span is the
+// plugin's codemode.sandbox.start).
+func Event(ctx context.Context, name string, attrs ...attribute.KeyValue) {
+	if s := trace.SpanFromContext(ctx); s.IsRecording() {
+		s.AddEvent(name, trace.WithAttributes(attrs...))
+	}
+}
+
+// Resumed records an attempt to resume a session of backend over a new
+// connection, as a span of its own from the global tracer provider: it
+// happens in the background, outside any block, as the attempt's
+// number, its outcome and its error.
+func Resumed(ctx context.Context, backend string, attempt int, started time.Time, err error) {
+	_, s := otel.GetTracerProvider().Tracer(ScopeName).Start(ctx, "codemode.sandbox.resume",
+		trace.WithTimestamp(started), trace.WithAttributes(
+			attribute.String("codemode.backend", backend), attribute.Int("codemode.attempt", attempt)))
+	if err != nil {
+		s.RecordError(err)
+		s.SetStatus(codes.Error, err.Error())
+	}
+	s.End()
+}

@@ -23,6 +23,7 @@ type ToolCallStart struct {
 	Tool        string // the tool's ADK name, as ADK names a direct call's span
 	CodeName    string // the dotted name the code called it by
 	Description string
+	Thread      int // the calling thread's number within its block; 0 the main thread
 }
 
 // A ToolCall is one tool call from code.
@@ -51,6 +52,7 @@ func (b *Block) StartToolCall(ctx context.Context, s ToolCallStart) (context.Con
 		attribute.String("gen_ai.tool.name", s.Tool),
 		attribute.String("gen_ai.tool.description", s.Description),
 		attribute.String("codemode.tool.code_name", s.CodeName),
+		attribute.Int("codemode.tool.thread", s.Thread),
 	))
 	return ctx, c
 }

@@ -134,7 +134,7 @@ func (c *Calls) Start(f *ToolCallFrame, reply func(*ToolResultFrame) error) (run
 			cancel()
 			<-c.sem
 		}()
-		call := transport.ToolCall{ID: f.ID, Name: f.Name, Args: f.Args, Timeout: timeout}
+		call := transport.ToolCall{ID: f.ID, Name: f.Name, Args: f.Args, Timeout: timeout, Thread: max(f.Thread, 0)}
 		res := c.run(ctx, call)
 		out := &ToolResultFrame{ID: f.ID, OK: res.Err == nil, Value: res.Value, Error: errorInfo(res.Err)}
 		if res.Err != nil {

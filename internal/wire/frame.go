@@ -67,6 +67,9 @@ type ToolCallFrame struct {
 	Name      string         `json:"name"`
 	Args      map[string]any `json:"args"`
 	TimeoutMS int64          `json:"timeout_ms,omitempty"`
+	// Thread numbers the calling thread within its block: 0 the main
+	// thread, then 1, 2... in the order of each thread's first call.
+	Thread int `json:"thread,omitempty"`
 }
 
 // ToolResultFrame answers a [ToolCallFrame] with the same ID.

@@ -140,6 +140,7 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"kind":"ready","protocol_version":2,"python_version":"3.11.2","packages":{"a":{"A":"1"}}}`,
 		`{"kind":"tool_call","id":"c","block":"b1","name":"n","args":{"a":[1,{"b":null}]},"timeout_ms":5}`,
+		`{"kind":"tool_call","id":"c","block":"b1","name":"n","args":{},"thread":3}`,
 		`{"kind":"done","id":"b","exit_code":0,"stopped":true}`,
 		`{"kind":"output","id":"b","stdout":"x","stderr":"","files":[{"path":"p","size":1}]}`,
 		`{"kind":"file","id":"f","path":"p","data":"AAE="}`,

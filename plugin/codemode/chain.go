@@ -44,7 +44,7 @@ func (e *engine) chainFor(exec *execCall, toolName string) (chain, error) {
 // answer replaces the error), then the after-tool callbacks (an answer
 // replaces the outcome). via names the last stage whose callback answered
 // ("before_tool", "on_tool_error", "after_tool"), or is "".
-func (c chain) run(tc agent.Context, st *surfaceTool, args map[string]any) (_ map[string]any, _ error, via string) {
+func (c chain) run(tc agent.Context, st *surfaceTool, args map[string]any) (_ map[string]any, via string, _ error) {
 	result, err := c.before(tc, st.tool, args)
 	if answered(result, err) {
 		via = "before_tool"
@@ -53,13 +53,13 @@ func (c chain) run(tc agent.Context, st *surfaceTool, args map[string]any) (_ ma
 	}
 	if err != nil {
 		if alt, altErr := c.onError(tc, st.tool, args, err); answered(alt, altErr) {
-			result, err, via = alt, altErr, "on_tool_error"
+			result, via, err = alt, "on_tool_error", altErr
 		}
 	}
 	if alt, altErr := c.after(tc, st.tool, args, result, err); answered(alt, altErr) {
-		result, err, via = alt, altErr, "after_tool"
+		result, via, err = alt, "after_tool", altErr
 	}
-	return result, err, via
+	return result, via, err
 }
 
 // answered says whether a callback decided: a non-nil result or error.

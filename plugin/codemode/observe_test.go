@@ -79,7 +79,7 @@ func attr(kv []attribute.KeyValue, key string) (attribute.Value, bool) {
 
 func attrString(s sdktrace.ReadOnlySpan, key string) string {
 	v, _ := attr(s.Attributes(), key)
-	return v.Emit()
+	return v.String()
 }
 
 // TestObservability runs turns through a real runner and the jail with the
@@ -258,6 +258,16 @@ except ToolDeniedError:
 	}
 	if len(records) != 4 || !overlap {
 		t.Errorf("%d pause calls, overlapping %v; want the four parallel ones to overlap", len(records), overlap)
+	}
+	// Each names its thread by number: the pool's threads, never the main
+	// one (0).
+	threads := map[int64]bool{}
+	for _, s := range records {
+		v, _ := attr(s.Attributes(), "codemode.tool.thread")
+		threads[v.AsInt64()] = true
+	}
+	if len(threads) < 2 || threads[0] {
+		t.Errorf("the pause calls' threads %v, want at least two, none the main thread", threads)
 	}
 	// The execute_code call that resumed the paid block links to it.
 	linked := false

@@ -72,7 +72,7 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	if !ok {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
-	ctx, oc := f.obs.StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description()})
+	ctx, oc := f.obs.StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description(), Thread: call.Thread})
 	ctx = context.WithValue(ctx, observedCallKey{}, oc)
 	res, req := h.dispatchOnce(ctx, f, st, call)
 	if req != nil {
@@ -220,7 +220,7 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	if conf != nil {
 		run = confirmedContext{callContext: tc, conf: conf}
 	}
-	result, err, via := c.run(run, st, args)
+	result, via, err := c.run(run, st, args)
 	observedCall(ctx).AnsweredBy(via)
 	if refused := refusal(tc, st, result, err); refused != nil {
 		return errorResult(st.name, refused), nil

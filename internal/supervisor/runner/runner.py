@@ -175,6 +175,11 @@ class _Channel:
         self._closed = None
         self._seq = 0
         self._prefix = os.urandom(6).hex()
+        # The threads that called a tool in the current block, numbered in
+        # the order of their first call (the main thread is 0): the host
+        # traces each call with its thread's number, never its name.
+        self._threads_block = None
+        self._threads = {}
         # The last interrupt frame: (block id, message). A signal raises
         # CodeTimeout only in the block this names.
         self._interrupt = None
@@ -376,7 +381,13 @@ class _Channel:
             self._seq += 1
             cid = f"{self._prefix}-{self._seq}"
             self._waiting.add(cid)
+            if self._threads_block != block:
+                self._threads_block, self._threads = block, {}
+            ident = _thread.get_ident()
+            thread = 0 if main else self._threads.setdefault(ident, len(self._threads) + 1)
         frame = {"kind": KIND_TOOL_CALL, "id": cid, "block": block, "name": name, "args": args}
+        if thread:
+            frame["thread"] = thread
         if timeout is not None:
             frame["timeout_ms"] = max(1, int(float(timeout) * 1000))
         try:
