@@ -136,3 +136,42 @@ func TestResultShape(t *testing.T) {
 		}
 	}
 }
+
+// TestResultKeyOpenAPI31 reads the kinds OpenAPI 3.1 writes: a type list
+// with null, a oneOf of objects, a 2XX range.
+func TestResultKeyOpenAPI31(t *testing.T) {
+	const doc = `openapi: 3.1.0
+info: {title: Shop, version: "1"}
+servers: [{url: "https://shop.example"}]
+paths:
+  /a:
+    get:
+      operationId: maybe
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {type: [object, "null"]}}}}
+  /b:
+    get:
+      operationId: either
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema: {oneOf: [{type: object, properties: {a: {type: string}}}, {$ref: "#/components/schemas/B"}]}
+  /c:
+    get:
+      operationId: ranged
+      responses:
+        default: {description: ok, content: {application/json: {schema: {type: object}}}}
+        "2XX": {description: ok, content: {application/json: {schema: {type: string}}}}
+components:
+  schemas:
+    B: {type: object, properties: {b: {type: string}}}
+`
+	tl := tools(t, load(t, Config{Spec: []byte(doc)}))
+	for name, want := range map[string]string{"maybe": "result", "either": "", "ranged": "result"} {
+		if got := tl[name].ResultKey(); got != want {
+			t.Errorf("%s: ResultKey() = %q, want %q", name, got, want)
+		}
+	}
+}
