@@ -215,19 +215,29 @@ func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation)
 		root["$defs"] = defs
 	}
 	desc := description(info, op)
+	decl := &genai.FunctionDeclaration{Name: name, Description: desc, ParametersJsonSchema: root}
+	ret, kind := b.returns(op, ptr)
+	if ret != nil {
+		decl.ResponseJsonSchema = ret
+	}
+	resultKey := "result"
+	if kind == "object" {
+		resultKey = ""
+	}
 	return &opTool{
 		name: name, desc: desc,
-		decl:     &genai.FunctionDeclaration{Name: name, Description: desc, ParametersJsonSchema: root},
-		method:   info.Method,
-		path:     info.Path,
-		server:   server,
-		params:   tp.params,
-		required: tp.required,
-		body:     bd,
-		sec:      sec,
-		auth:     b.auth,
-		client:   b.cfg.client(),
-		maxBody:  b.maxResponse(),
+		decl:      decl,
+		resultKey: resultKey,
+		method:    info.Method,
+		path:      info.Path,
+		server:    server,
+		params:    tp.params,
+		required:  tp.required,
+		body:      bd,
+		sec:       sec,
+		auth:      b.auth,
+		client:    b.cfg.client(),
+		maxBody:   b.maxResponse(),
 	}, nil
 }
 
@@ -739,4 +749,158 @@ func sortedKeys(m map[string]any) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// successResponse is the response whose body a tool returns, with its
+// pointer, chosen by successCode; it is nil when there is none.
+func successResponse(op *v3.Operation, ptr string) (*v3.Response, string) {
+	if op.Responses == nil {
+		return nil, ""
+	}
+	var keys []string
+	if op.Responses.Codes != nil {
+		keys = slices.Collect(op.Responses.Codes.KeysFromOldest())
+	}
+	if op.Responses.Default != nil {
+		keys = append(keys, "default")
+	}
+	code := successCode(keys)
+	var r *v3.Response
+	switch {
+	case code == "":
+		return nil, ""
+	case code == "default":
+		r = op.Responses.Default
+	default:
+		r = op.Responses.Codes.GetOrZero(code)
+	}
+	if r == nil {
+		return nil, ""
+	}
+	return r, child(ptr, "responses", code)
+}
+
+// successCode picks, of an operation's response keys, the one whose body a
+// tool returns: the lowest numbered 2xx code, else the 2XX range, else
+// default. It is "" when there is none of these.
+func successCode(keys []string) string {
+	best, bestRank := "", ""
+	for _, k := range keys {
+		if len(k) != 3 || k[0] != '2' {
+			continue
+		}
+		rank := k
+		if k[1:] == "XX" || k[1:] == "xx" {
+			rank = "2XX" // after every numbered code
+		} else if !isDigits(k[1:]) {
+			continue
+		}
+		if best == "" || rank < bestRank {
+			best, bestRank = k, rank
+		}
+	}
+	if best == "" && slices.Contains(keys, "default") {
+		return "default"
+	}
+	return best
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// returns is the declared result of an operation: the JSON schema of its
+// success response's JSON body (the first JSON media type), with the $defs
+// it reaches, and the body's kind (see bodyKind). The schema is nil when
+// the document declares no JSON body, an empty schema or one that cannot
+// be converted: the stub's return is Any then.
+func (b *builder) returns(op *v3.Operation, ptr string) (map[string]any, string) {
+	resp, rptr := successResponse(op, ptr)
+	if resp == nil || resp.Content == nil {
+		return nil, ""
+	}
+	for mt, m := range resp.Content.FromOldest() {
+		if !isJSON(mt) || m == nil || m.Schema == nil {
+			continue
+		}
+		s, deps, err := b.schemaOf(m.Schema, child(rptr, "content", mt, "schema"))
+		if err != nil || isEmptySchema(s) {
+			return nil, ""
+		}
+		sm, ok := s.(map[string]any)
+		if !ok {
+			return nil, ""
+		}
+		root := make(map[string]any, len(sm)+1)
+		for k, v := range sm {
+			root[k] = v
+		}
+		if defs := closure(deps); len(defs) > 0 {
+			root["$defs"] = defs
+		}
+		return root, b.bodyKind(s)
+	}
+	return nil, ""
+}
+
+// bodyKind says whether a body of schema s is always a JSON object
+// ("object"), never one ("other"), or may be either or cannot be told
+// (""). A schema without a type is an object when it has properties or an
+// allOf branch that is one, and what all its anyOf or oneOf branches are;
+// OpenAPI 3.0's nullable makes an object schema one that may be null.
+func (b *builder) bodyKind(s any) string { return b.kindOf(s, 0) }
+
+func (b *builder) kindOf(s any, depth int) string {
+	if depth > 32 {
+		return ""
+	}
+	v, _ := b.conv.deref(s)
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	types := asStrings(m["type"])
+	if t, ok := m["type"].(string); ok {
+		types = []string{t}
+	}
+	if nullable, _ := m["nullable"].(bool); nullable && slices.Contains(types, "object") {
+		return "" // OpenAPI 3.0's nullable object
+	}
+	switch {
+	case slices.Equal(types, []string{"object"}):
+		return "object"
+	case slices.Contains(types, "object"):
+		return "" // an object, or null or another type
+	case len(types) > 0:
+		return "other"
+	}
+	if all, ok := m["allOf"].([]any); ok {
+		for _, x := range all {
+			if k := b.kindOf(x, depth+1); k != "" {
+				return k
+			}
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		alts, ok := m[key].([]any)
+		if !ok || len(alts) == 0 {
+			continue
+		}
+		k := b.kindOf(alts[0], depth+1)
+		for _, x := range alts[1:] {
+			if b.kindOf(x, depth+1) != k {
+				return ""
+			}
+		}
+		return k
+	}
+	if _, ok := m["properties"]; ok {
+		return "object"
+	}
+	return ""
 }

@@ -24,7 +24,11 @@ paths:
         - {name: id, in: path, required: true, schema: {type: integer}}
         - {name: fields, in: query, schema: {type: array, items: {type: string}}, explode: false}
       responses:
-        "200": {description: The item.}
+        "200":
+          description: The item.
+          content:
+            application/json:
+              schema: {type: object, properties: {id: {type: integer}, name: {type: string}}}
 components:
   securitySchemes:
     key: {type: apiKey, in: header, name: X-Key}
@@ -66,12 +70,17 @@ func Example() {
 	//
 	// from tools.shop import get_item
 	//
-	// def get_item(*, id: int, fields: list[str] | None = ...) -> Any:
+	// def get_item(*, id: int, fields: list[str] | None = ...) -> dict[str, Any]:
 	//     """Get an item.
 	//
 	//     Args:
 	//         id:
 	//         fields:
+	//
+	//     Returns:
+	//         dict[str, Any]
+	//             id: int
+	//             name: str
 	//     """
 	//     ...
 	// server: GET /items/7?fields=name,price key: host-only

@@ -37,6 +37,7 @@ type opTool struct {
 	auth       *authenticator
 	client     *http.Client
 	maxBody    int64
+	resultKey  string // "" when the declared body is always an object
 }
 
 var _ tool.Tool = (*opTool)(nil)
@@ -73,11 +74,20 @@ func (t *opTool) ProcessRequest(_ agent.Context, req *model.LLMRequest) error {
 }
 
 // Run sends the operation's request built from args and returns the
-// response: a JSON object as it is, any other body under "result". A
-// status outside 2xx is a *StatusError.
+// response body. When the document declares the success body as always a
+// JSON object, that object is the result as it is (a body that is not an
+// object after all comes under "result"). Every other operation (a
+// declared array, string, number, boolean or nullable body, or none
+// declared) returns every body, objects included, as {"result": body}:
+// [opTool.ResultKey] says which. A status outside 2xx is a *StatusError.
 func (t *opTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	return t.call(ctx, args)
 }
+
+// ResultKey is the key under which Run returns the response body: "result",
+// or "" when the operation's declared success body is always a JSON object
+// and Run returns that object itself.
+func (t *opTool) ResultKey() string { return t.resultKey }
 
 func (t *opTool) call(ctx context.Context, args any) (map[string]any, error) {
 	a, err := argsMap(args)
@@ -103,7 +113,7 @@ func (t *opTool) call(ctx context.Context, args any) (map[string]any, error) {
 	if resp.StatusCode/100 != 2 {
 		return nil, &StatusError{Code: resp.StatusCode, Method: t.method, Path: req.URL.Path, Body: value}
 	}
-	if m, ok := value.(map[string]any); ok {
+	if m, ok := value.(map[string]any); ok && t.resultKey == "" {
 		return m, nil
 	}
 	return map[string]any{"result": value}, nil

@@ -50,10 +50,25 @@
 // server (its variables from Config.ServerVariables or their defaults).
 //
 // A response of at most Config.MaxResponseBytes is decoded: JSON by its
-// media type, else text when it is UTF-8 text, else bytes. A JSON object is
-// the tool's result as it is; anything else comes under "result". A status
+// media type, else text when it is UTF-8 text, else bytes. A status
 // outside 2xx is a [*StatusError] with the status and the decoded body,
 // which Code Mode raises in Python as HTTPStatusError.
+//
+// # Results
+//
+// Each tool's declaration carries, as its ResponseJsonSchema, the JSON
+// schema of the operation's success response body: the first JSON media
+// type of the first declared of the numbered 2xx codes in order, the 2XX
+// range, then default, with the components it references under $defs.
+// There is none when no JSON body is declared or its schema is empty.
+//
+// An operation whose success body is declared as always a JSON object
+// returns the object as it is (a body that is not an object after all comes
+// as {"result": value}). Every other operation, whose body is declared as
+// an array, a string, a number, a boolean or something that may be null or
+// not an object, or not declared at all, returns every body, objects
+// included, as {"result": body}. The tool's ResultKey method says which
+// ("" or "result"), so that Code Mode hands code the body itself.
 //
 // Values from the sandbox are hostile: path values are percent-encoded and
 // may not form "." or ".." segments, header values may not hold line

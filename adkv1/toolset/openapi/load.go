@@ -214,11 +214,14 @@ func parse(src *source) (p *parsed, err error) {
 	return &parsed{doc: &m.Model, is30: strings.HasPrefix(info.Version, "3.0"), links: links}, nil
 }
 
-// pruneResponses empties the responses of every operation in the parsed
-// document before the library models it, and returns the pointers of the
-// links they held. The tools never read a response's declaration (they
-// return what the server sends), and modelling the responses of a large
-// description is a fifth of its load; components are left alone, so every
+// pruneResponses keeps, of every operation's responses in the parsed
+// document, only what the tools read before the library models it, and
+// returns the pointers of the links the responses held. A tool reads the
+// JSON schemas of its success response (successCode), so that response
+// keeps its JSON media types' schemas and nothing else (a reference to a
+// shared response stays as it is); the other responses, descriptions,
+// headers, links and examples go: modelling all of a large description's
+// responses is a fifth of its load. Components are left alone, so every
 // reference stays valid.
 func pruneResponses(root *yaml.Node) map[string][]string {
 	links := map[string][]string{}
@@ -250,7 +253,7 @@ func pruneResponses(root *yaml.Node) map[string][]string {
 					}
 				}
 			}
-			resps.Content = nil
+			resps.Content = successOnly(resps)
 		}
 	}
 	// Example objects are never read either; their entries stay, so that
@@ -265,11 +268,65 @@ func pruneResponses(root *yaml.Node) map[string][]string {
 	return links
 }
 
+// successOnly returns the content of a responses mapping reduced to its
+// success response (successCode) with only its JSON schemas.
+func successOnly(resps *yaml.Node) []*yaml.Node {
+	keys := make([]string, 0, len(resps.Content)/2)
+	for k := 0; k+1 < len(resps.Content); k += 2 {
+		keys = append(keys, resps.Content[k].Value)
+	}
+	code := successCode(keys)
+	if code == "" {
+		return nil
+	}
+	k := 2 * slices.Index(keys, code)
+	return []*yaml.Node{resps.Content[k], jsonSchemasOnly(resps.Content[k+1])}
+}
+
+// jsonSchemasOnly returns a response reduced to content.<JSON media
+// type>.schema. A reference, or a response whose shape it does not know,
+// is returned as it is; new nodes are built, so that nodes a YAML alias
+// shares stay whole.
+func jsonSchemasOnly(resp *yaml.Node) *yaml.Node {
+	if resp.Kind != yaml.MappingNode || mapValue(resp, "$ref") != nil {
+		return resp
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: resp.Line, Column: resp.Column}
+	for i := 0; i+1 < len(resp.Content); i += 2 {
+		if resp.Content[i].Value != "content" {
+			continue
+		}
+		content := resp.Content[i+1]
+		if content.Kind != yaml.MappingNode {
+			return resp
+		}
+		kept := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: content.Line, Column: content.Column}
+		for j := 0; j+1 < len(content.Content); j += 2 {
+			mt, media := content.Content[j], content.Content[j+1]
+			if !isJSON(mt.Value) {
+				continue
+			}
+			if media.Kind != yaml.MappingNode {
+				return resp
+			}
+			m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: media.Line, Column: media.Column}
+			for n := 0; n+1 < len(media.Content); n += 2 {
+				if media.Content[n].Value == "schema" {
+					m.Content = append(m.Content, media.Content[n], media.Content[n+1])
+				}
+			}
+			kept.Content = append(kept.Content, mt, m)
+		}
+		out.Content = append(out.Content, resp.Content[i], kept)
+	}
+	return out
+}
+
 // pruneSchemas empties, before the library indexes and models the
 // document, each schema of components/schemas that no operation's
-// parameters or request body reach, directly or through other components:
-// with the responses gone, most of a large description's schemas serve
-// nothing a tool reads (GitHub's tools reach 131 of 969). The entries stay,
+// parameters, request body or kept success response (pruneResponses)
+// reach, directly or through other components: most of a large
+// description's schemas serve nothing a tool reads. The entries stay,
 // so every reference still resolves. It prunes nothing when it cannot be
 // sure what is reached: a reference that is not a local JSON pointer, one
 // it cannot resolve, or a $id, under which references take another base.

@@ -169,7 +169,7 @@ from tools import HTTPStatusError
 r = repos_get(owner="octo cat", repo="hello")
 print("repo:", r["full_name"])
 issues = issues_list_for_repo(owner="octo", repo="hello", state="closed", labels=["bug", "ui"], per_page=5)
-print("issues:", [(i["number"], i["title"]) for i in issues["result"]])
+print("issues:", [(i["number"], i["title"]) for i in issues])
 c = issues_create(owner="octo", repo="hello", title="Broken", body="It fails", labels=["bug"])
 print("created:", c["number"], c["title"], c["body"], c["labels"])
 try:
@@ -284,7 +284,7 @@ func TestPetstoreFromPythonInTheJail(t *testing.T) {
 	}
 	out := runBlock(t, &oneBlockModel{code: petCode}, pets)
 	want := "{'id': 1, 'kind': 'dog', 'name': 'Rex'}\n" +
-		"{'result': [{'id': 1, 'name': 'Rex'}]}\n" +
+		"[{'id': 1, 'name': 'Rex'}]\n" + // the list itself, as list_pets's stub says
 		"404 {'code': 404, 'message': 'no such pet'}\n"
 	if diff := cmp.Diff(want, out["stdout"]); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s\nstderr: %s", diff, out["stderr"])
