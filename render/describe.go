@@ -14,6 +14,11 @@ import (
 const (
 	// maxNesting is the deepest nested field level a docstring shows.
 	maxNesting = 8
+	// maxReturnNesting and maxReturnLines bound the fields a Returns
+	// section shows: a large API's responses nest deep and wide, and code
+	// needs their first levels to use them.
+	maxReturnNesting = 3
+	maxReturnLines   = 60
 	// maxTypeDepth is the deepest level a Python type annotation spells out.
 	maxTypeDepth = 8
 	// maxLiteral is the largest enum rendered as Literal[...].

@@ -133,26 +133,41 @@ func returnType(d *describer, resp *schema.Document, key string) string {
 
 // returnLines lays out the Returns section in the style of Args: the type
 // (inside the wrapper {key: T} when key is not ""), the first prose line
-// and the constraint suffix, further prose, then the result's fields. It
-// is empty when there is neither a schema nor a wrapper, and when it
-// would only repeat the return annotation.
+// and the constraint suffix, further prose, then the result's fields. A
+// type line that would only repeat the return annotation is left out, the
+// fields then under Returns itself; so is the whole section when it would
+// say nothing more. "no other keys" is not said of a result: code reads
+// the keys it knows.
 func returnLines(d *describer, resp *schema.Document, key string) []string {
 	if resp == nil && key == "" {
 		return nil
 	}
 	t, head, rules := "Any", "", ""
-	var rest, nested []string
+	var rest []string
+	var root schema.Node
 	if resp != nil {
-		root := resp.Root()
+		root = resp.Root()
 		t = d.typeOf(root).text
 		text := prose(root)
 		head = firstLine(text)
-		rules = suffix(d.suffixParts(root, false, "", 0))
+		rules = suffix(slices.DeleteFunc(d.suffixParts(root, false, "", 0), func(p string) bool { return p == noOtherKeys }))
 		rest = restLines(text)
-		nested = d.fields(nil, root, 8, 1, nil)
 	}
-	if key == "" && head == "" && rules == "" && len(rest) == 0 && len(nested) == 0 {
-		return nil // the return annotation says it all
+	fields := func(indent int) []string {
+		if resp == nil {
+			return nil
+		}
+		// A result is read, not built: its fields are shown to
+		// maxReturnNesting levels and maxReturnLines lines (the walk starts
+		// that many levels above fields' own limit).
+		budget := d.budget
+		d.budget = min(budget, maxReturnLines)
+		out := d.fields(nil, root, indent, maxNesting-maxReturnNesting, nil)
+		d.budget = budget - (min(budget, maxReturnLines) - d.budget)
+		return out
+	}
+	if key == "" && head == "" && rules == "" && len(rest) == 0 {
+		return fields(4) // nil: the return annotation says it all
 	}
 	line := "    " + t
 	if key != "" {
@@ -165,7 +180,7 @@ func returnLines(d *describer, resp *schema.Document, key string) []string {
 	for _, l := range rest {
 		out = append(out, strings.TrimRight("        "+l, " "))
 	}
-	return append(out, nested...)
+	return append(out, fields(8)...)
 }
 
 // docstring lays out a tool's docstring: the wrapped summary, the Args
