@@ -18,8 +18,8 @@
 //
 // [Registry.Stubs] returns the files of the tools package, with paths
 // relative to the directory on sys.path: tools/__init__.py (re-exporting
-// ToolError, HTTPStatusError, ToolDeniedError and the top-level tools), tools/<ns>/__init__.py
-// and one module per tool. A stub has a keyword-only signature, required
+// ToolError, HTTPStatusError, ToolDeniedError, BudgetExceeded and the
+// top-level tools), tools/<ns>/__init__.py and one module per tool. A stub has a keyword-only signature, required
 // parameters first; optional ones default to a sentinel and are left out of
 // the call when unset. It calls codemode_runtime.call with the dotted path
 // and the arguments under their raw names. The docstring carries everything

@@ -16,6 +16,7 @@ const (
 	ValidationError = "validation_error" // its arguments did not match the schema; not run
 	Denied          = "denied"           // a person declined it, or a callback vetoed it
 	Refused         = "refused"          // it asked for what code cannot honour
+	BudgetExceeded  = "budget_exceeded"  // a budget of the block ran out; not made, or its result withheld
 )
 
 // ToolCallStart describes a tool call from code.

@@ -138,6 +138,7 @@ type flight struct {
 
 	mu      sync.Mutex
 	calls   int           // tool calls the block made, which number their ids
+	spent   spend         // what the block spent of its budgets
 	changed chan struct{} // closed and replaced on every change
 	active  int           // tool calls running on the host
 	queue   []*approvalRequest
@@ -353,6 +354,10 @@ func (e *engine) settle(ctx agent.Context, tn *turn, exec *execCall, f *flight, 
 	out, err := e.finish(ctx, exec, f.res, f.sess, f.err)
 	if err != nil {
 		return nil, err
+	}
+	if note := f.budgetNote(); note != "" {
+		stderr, _ := out["stderr"].(string)
+		out["stderr"] = appendLine(stderr, note)
 	}
 	return e.withNotices(ctx, out), nil
 }

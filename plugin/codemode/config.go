@@ -143,6 +143,11 @@ type Config struct {
 	// ("codemode.tool_call"): who, what, the outcome, the duration and
 	// the sizes, never the values.
 	AuditLog *slog.Logger
+	// Budgets bound what one block may spend (tool calls, in all and per
+	// tool, and bytes of tool results) and how many execute_code calls one
+	// invocation may make (100 by default).
+	Budgets Budgets
+
 	// TraceCode puts each block's code on its span (codemode.code), its
 	// first 4,096 bytes, with values that look like credentials redacted.
 	// Off, the span has the code's size and SHA-256 only.

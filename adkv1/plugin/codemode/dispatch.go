@@ -74,9 +74,14 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	}
 	ctx, oc := f.obs.StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description(), Thread: call.Thread})
 	ctx = context.WithValue(ctx, observedCallKey{}, oc)
-	res, req := h.dispatchOnce(ctx, f, st, call)
-	if req != nil {
-		res = h.approved(ctx, f, st, call, req)
+	res, ok := f.charge(h.e.cfg.Budgets, st)
+	if ok {
+		var req *approvalRequest
+		res, req = h.dispatchOnce(ctx, f, st, call)
+		if req != nil {
+			res = h.approved(ctx, f, st, call, req)
+		}
+		res = f.receive(h.e.cfg.Budgets, st, res)
 	}
 	endObserved(oc, call, res)
 	return res

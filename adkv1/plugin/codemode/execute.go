@@ -42,9 +42,10 @@ func (t *execTool) Declaration() *genai.FunctionDeclaration { return t.decl }
 
 // Messages the model gets when the connection to the sandbox is lost.
 const (
-	msgNotRun  = "The sandbox could not be reached, so the code did not run. Nothing it would have done has happened; you may run it again."
-	msgUnknown = "The connection to the sandbox was lost while the code was running. It may or may not have run, in part or in whole, and the turn's variables are gone. Check its effects before running anything again."
-	msgRan     = "The code ran, but the connection to the sandbox was lost before its output arrived, and the turn's variables are gone. Do not run it again; check its effects instead."
+	msgNotRun        = "The sandbox could not be reached, so the code did not run. Nothing it would have done has happened; you may run it again."
+	msgUnknown       = "The connection to the sandbox was lost while the code was running. It may or may not have run, in part or in whole, and the turn's variables are gone. Check its effects before running anything again."
+	msgBlocksPerTurn = "The code did not run: this turn has made %d execute_code calls, the most Budgets.BlocksPerTurn allows. Answer with what you have found so far."
+	msgRan           = "The code ran, but the connection to the sandbox was lost before its output arrived, and the turn's variables are gone. Do not run it again; check its effects instead."
 )
 
 // Run runs the code in the invocation's sandbox, opening it on the first
@@ -87,6 +88,9 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 	}
 	if tn.awaitingApproval() {
 		return e.withNotices(ctx, result("", msgBusy, nil)), nil
+	}
+	if limit := e.cfg.Budgets.blocksPerTurn(); limit > 0 && !tn.countBlock(limit) {
+		return e.withNotices(ctx, result("", fmt.Sprintf(msgBlocksPerTurn, limit), nil)), nil
 	}
 	f := e.launch(ctx, tn, code, observe.Identity{
 		Invocation: ctx.InvocationID(), Session: ctx.SessionID(), Agent: ctx.AgentName(), CallID: ctx.FunctionCallID(),

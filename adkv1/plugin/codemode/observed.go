@@ -85,6 +85,8 @@ func toolOutcome(res transport.ToolResult) (outcome, errType string) {
 		return observe.Denied, t
 	case "UnsupportedToolActionError":
 		return observe.Refused, t
+	case budgetType:
+		return observe.BudgetExceeded, t
 	default:
 		return observe.Error, t
 	}

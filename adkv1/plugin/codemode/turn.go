@@ -33,6 +33,19 @@ type turn struct {
 	inUse    int
 	lastUsed time.Time
 	released bool
+	blocks   int // execute_code calls that ran code
+}
+
+// countBlock counts one more block of the turn, unless limit are counted
+// already, and says whether it did.
+func (t *turn) countBlock(limit int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blocks >= limit {
+		return false
+	}
+	t.blocks++
+	return true
 }
 
 func (t *turn) current() *execCall {

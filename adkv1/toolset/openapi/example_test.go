@@ -80,9 +80,8 @@ func Example() {
 	//         fields:
 	//
 	//     Returns:
-	//         dict[str, Any]
-	//             id: int
-	//             name: str
+	//         id: int
+	//         name: str
 	//     """
 	//     ...
 	// server: GET /items/7?fields=name,price key: host-only

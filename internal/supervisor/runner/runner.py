@@ -70,6 +70,13 @@ class ToolDeniedError(ToolError):
         super().__init__("ToolDeniedError", message)
 
 
+class BudgetExceeded(ToolError):
+    """A budget of the block or the turn ran out; the call was not made."""
+
+    def __init__(self, message):
+        super().__init__("BudgetExceeded", message)
+
+
 # --- JSON ------------------------------------------------------------------
 
 
@@ -370,6 +377,8 @@ class _Channel:
             raise TimeoutError(msg)
         if typ == "ToolDeniedError":
             raise ToolDeniedError(msg)
+        if typ == "BudgetExceeded":
+            raise BudgetExceeded(msg)
         raise ToolError(typ, msg, err.get("trace"))
 
     def _call(self, block, name, args, timeout, main):
@@ -416,8 +425,9 @@ def _runtime_module():
     m.ToolError = ToolError
     m.HTTPStatusError = HTTPStatusError
     m.ToolDeniedError = ToolDeniedError
+    m.BudgetExceeded = BudgetExceeded
     m.CodeTimeout = CodeTimeout
-    for cls in (ToolError, HTTPStatusError, ToolDeniedError, CodeTimeout):
+    for cls in (ToolError, HTTPStatusError, ToolDeniedError, BudgetExceeded, CodeTimeout):
         cls.__module__ = "codemode_runtime"
     return m
 

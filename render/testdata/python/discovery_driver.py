@@ -22,12 +22,16 @@ class ToolDeniedError(ToolError):
     pass
 
 
+class BudgetExceeded(ToolError):
+    pass
+
+
 def call(name, args):
     raise ToolError("no tool calls in this test: " + name)
 
 
 runtime.ToolError, runtime.HTTPStatusError, runtime.call = ToolError, HTTPStatusError, call
-runtime.ToolDeniedError = ToolDeniedError
+runtime.ToolDeniedError, runtime.BudgetExceeded = ToolDeniedError, BudgetExceeded
 sys.modules["codemode_runtime"] = runtime
 sys.path.insert(0, sys.argv[1])
 

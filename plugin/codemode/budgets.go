@@ -1,0 +1,146 @@
+package codemode
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// DefaultBlocksPerTurn is Budgets.BlocksPerTurn when it is zero.
+const DefaultBlocksPerTurn = 100
+
+// Budgets bound what code may spend. Each bound is per block, except
+// BlocksPerTurn. Zero means no bound, except for BlocksPerTurn, where it
+// means DefaultBlocksPerTurn; a negative value means no bound.
+//
+// Past a bound the call is not made: Python gets a BudgetExceeded error (a
+// ToolError) that names the budget, its limit and what was used, what ran
+// before it stands, and the block's result tells the model which budget
+// ran out.
+type Budgets struct {
+	// ToolCalls is the most tool calls one block may make.
+	ToolCalls int
+	// ToolCallsPerTool bounds the calls one block may make to a tool, by
+	// the tool's name (as the agent declares it, or as the code calls it,
+	// for example "slack.send_message").
+	ToolCallsPerTool map[string]int
+	// ResultBytes is the most bytes of tool results (their JSON) one block
+	// may receive. The call whose result would pass it was made, but the
+	// code gets BudgetExceeded instead of its result; later calls are not
+	// made.
+	ResultBytes int64
+	// BlocksPerTurn is the most execute_code calls one invocation may
+	// make; past it, execute_code runs no code and tells the model so.
+	BlocksPerTurn int
+}
+
+// blocksPerTurn is the bound on execute_code calls per invocation, or 0.
+func (b Budgets) blocksPerTurn() int {
+	switch {
+	case b.BlocksPerTurn == 0:
+		return DefaultBlocksPerTurn
+	case b.BlocksPerTurn < 0:
+		return 0
+	}
+	return b.BlocksPerTurn
+}
+
+// budgetType is the Python exception type (transport.ToolError.Type) of a
+// call refused for a budget.
+const budgetType = "BudgetExceeded"
+
+// spend is what one block has spent of its budgets. Guarded by its
+// flight's mu.
+type spend struct {
+	calls       int
+	perTool     map[string]int
+	resultBytes int64
+	// ran out lists each budget that refused a call, with how many it
+	// refused, in the order they first did.
+	ranOut  []string
+	refused map[string]int
+}
+
+// exceeded refuses a call for the budget name and says so to the code.
+func (s *spend) exceeded(name, msg string) transport.ToolResult {
+	if s.refused == nil {
+		s.refused = map[string]int{}
+	}
+	if s.refused[name] == 0 {
+		s.ranOut = append(s.ranOut, name)
+	}
+	s.refused[name]++
+	return transport.ToolResult{Err: &transport.ToolError{Type: budgetType, Message: msg}}
+}
+
+// charge admits a call of st against the block's budgets, counting it, or
+// refuses it.
+func (f *flight) charge(b Budgets, st *surfaceTool) (transport.ToolResult, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &f.spent
+	if b.ToolCalls > 0 && s.calls >= b.ToolCalls {
+		return s.exceeded("Budgets.ToolCalls", fmt.Sprintf(
+			"the block's budget of %d tool calls ran out (%d made); the call to %s was not made. Finish with what you have, or ask for less per block",
+			b.ToolCalls, s.calls, st.code)), false
+	}
+	key, limit := st.name, b.ToolCallsPerTool[st.name]
+	if l, ok := b.ToolCallsPerTool[st.code]; ok {
+		key, limit = st.code, l
+	}
+	if limit > 0 && s.perTool[key] >= limit {
+		return s.exceeded(`Budgets.ToolCallsPerTool["`+key+`"]`, fmt.Sprintf(
+			"the block's budget of %d calls to %s ran out (%d made); this call was not made",
+			limit, st.code, s.perTool[key])), false
+	}
+	if b.ResultBytes > 0 && s.resultBytes >= b.ResultBytes {
+		return s.exceeded("Budgets.ResultBytes", fmt.Sprintf(
+			"the block's budget of %s bytes of tool results ran out (%s received); the call to %s was not made",
+			thousands(int(b.ResultBytes)), thousands(int(s.resultBytes)), st.code)), false
+	}
+	s.calls++
+	if limit > 0 {
+		if s.perTool == nil {
+			s.perTool = map[string]int{}
+		}
+		s.perTool[key]++
+	}
+	return transport.ToolResult{}, true
+}
+
+// receive charges the result of a call of st that was made against the
+// block's budget of result bytes: a result that would pass it is withheld.
+func (f *flight) receive(b Budgets, st *surfaceTool, res transport.ToolResult) transport.ToolResult {
+	if b.ResultBytes <= 0 || res.Err != nil {
+		return res
+	}
+	n := int64(jsonSize(res.Value))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &f.spent
+	if s.resultBytes+n > b.ResultBytes {
+		left := b.ResultBytes - s.resultBytes
+		s.resultBytes = b.ResultBytes
+		return s.exceeded("Budgets.ResultBytes", fmt.Sprintf(
+			"the result of %s is %s bytes, more than the %s left of the block's budget of %s bytes of tool results: the call was made (its effects stand), but its result is withheld, and no further call is made",
+			st.code, thousands(int(n)), thousands(int(left)), thousands(int(b.ResultBytes))))
+	}
+	s.resultBytes += n
+	return res
+}
+
+// budgetNote tells the model which budgets of the block ran out, or is "".
+func (f *flight) budgetNote() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &f.spent
+	if len(s.ranOut) == 0 {
+		return ""
+	}
+	parts := make([]string, len(s.ranOut))
+	for i, name := range s.ranOut {
+		parts[i] = fmt.Sprintf("%s (%d refused)", name, s.refused[name])
+	}
+	return "[Budget: " + strings.Join(parts, ", ") + " ran out in this block; the calls past it raised BudgetExceeded and were not made.]"
+}
