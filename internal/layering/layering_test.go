@@ -63,6 +63,7 @@ var layers = map[string]int{
 	"internal/supervisor":             9,
 	"internal/clip":                   10,
 	"internal/observe":                10,
+	"egress":                          9,
 	"internal/fdcheck":                10,
 	"internal/tailbuf":                10,
 	"internal/layering":               10,

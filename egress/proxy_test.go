@@ -1,0 +1,416 @@
+package egress_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/hostcap"
+)
+
+// mapResolver maps names to addresses, as a test's DNS: the names on the
+// allowlist resolve to loopback servers. Every lookup is counted.
+type mapResolver struct {
+	mu      sync.Mutex
+	names   map[string][]netip.Addr
+	after   map[string][]netip.Addr // what a name resolves to from its second lookup on
+	lookups map[string]int
+}
+
+func (r *mapResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lookups == nil {
+		r.lookups = map[string]int{}
+	}
+	r.lookups[host]++
+	if a, ok := r.after[host]; ok && r.lookups[host] > 1 {
+		return a, nil
+	}
+	if a, ok := r.names[host]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("no such host %s", host)
+}
+
+// loopbackDial connects only to loopback: a test's proxy must never
+// address anything else, even when it is wrong. It records every address.
+type loopbackDial struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *loopbackDial) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, addr)
+	d.mu.Unlock()
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsLoopback() {
+		return nil, fmt.Errorf("test dialer: %s is not a loopback address", addr)
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, addr)
+}
+
+func (d *loopbackDial) dialled() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.addrs...)
+}
+
+// env is a proxy on a loopback listener in front of test servers.
+type env struct {
+	proxy *egress.Proxy
+	url   *url.URL
+	res   *mapResolver
+	dial  *loopbackDial
+	logs  *bytes.Buffer
+	logMu *sync.Mutex
+}
+
+type lockedBuffer struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func newEnv(t testing.TB, p egress.Policy, names map[string][]netip.Addr) *env {
+	t.Helper()
+	e := &env{res: &mapResolver{names: names}, dial: &loopbackDial{}, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	p.Resolver = e.res
+	p.Dial = e.dial.dial
+	p.Logger = slog.New(slog.NewTextHandler(lockedBuffer{e.logMu, e.logs}, nil))
+	x, err := egress.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.proxy = x
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = x.Serve(ctx, l); close(done) }()
+	t.Cleanup(func() { l.Close(); cancel(); <-done })
+	e.url = &url.URL{Scheme: "http", Host: l.Addr().String()}
+	return e
+}
+
+func (e *env) client() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:           http.ProxyURL(e.url),
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test servers' own certificates
+	}, Timeout: 10 * time.Second}
+}
+
+func (e *env) log() string {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	return e.logs.String()
+}
+
+// server is a loopback test server answering "hello from <name>".
+func server(t testing.TB, tlsOn bool) (*httptest.Server, netip.AddrPort) {
+	t.Helper()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, "http://evil.test/steal", http.StatusFound)
+		case "/big":
+			_, _ = w.Write(bytes.Repeat([]byte("x"), 1<<20))
+		default:
+			fmt.Fprintf(w, "hello %s %s", r.Method, r.URL.Path)
+		}
+	})
+	var s *httptest.Server
+	if tlsOn {
+		s = httptest.NewTLSServer(h)
+	} else {
+		s = httptest.NewServer(h)
+	}
+	t.Cleanup(s.Close)
+	ap := netip.MustParseAddrPort(s.Listener.Addr().String())
+	return s, ap
+}
+
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+func get(t *testing.T, c *http.Client, u string) (int, string, error) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Status + " " + string(b), nil
+}
+
+func TestAllowedOverHTTPAndConnect(t *testing.T) {
+	plain, pa := server(t, false)
+	_, sa := server(t, true)
+	_ = plain
+	e := newEnv(t, egress.Policy{
+		Allow:          []string{fmt.Sprintf("api.test:%d", pa.Port()), fmt.Sprintf("*.secure.test:%d", sa.Port())},
+		AllowAddresses: loopback,
+	}, map[string][]netip.Addr{"api.test": {pa.Addr()}, "www.secure.test": {sa.Addr()}})
+	c := e.client()
+	code, body, err := get(t, c, fmt.Sprintf("http://api.test:%d/data", pa.Port()))
+	if err != nil || code != 200 || !strings.Contains(body, "hello GET /data") {
+		t.Errorf("plain HTTP through the proxy: %d %q %v", code, body, err)
+	}
+	code, body, err = get(t, c, fmt.Sprintf("https://www.secure.test:%d/x", sa.Port()))
+	if err != nil || code != 200 || !strings.Contains(body, "hello GET /x") {
+		t.Errorf("CONNECT through the proxy: %d %q %v", code, body, err)
+	}
+	if log := e.log(); !strings.Contains(log, "host=api.test") || !strings.Contains(log, "method=CONNECT") {
+		t.Errorf("the log does not record both connections:\n%s", log)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	_, pa := server(t, false)
+	port := pa.Port()
+	e := newEnv(t, egress.Policy{
+		Allow: []string{
+			fmt.Sprintf("api.test:%d", port),
+			fmt.Sprintf("internal.test:%d", port),
+			fmt.Sprintf("rebind.test:%d", port),
+		},
+		AllowAddresses: loopback,
+	}, map[string][]netip.Addr{
+		"api.test":      {pa.Addr()},
+		"internal.test": {netip.MustParseAddr("10.1.2.3")}, // an allowed name that resolves to a refused address
+		"rebind.test":   {pa.Addr()},
+		"evil.test":     {pa.Addr()},
+	})
+	e.res.after = map[string][]netip.Addr{"rebind.test": {netip.MustParseAddr("169.254.169.254")}}
+	c := e.client()
+	for _, tc := range []struct {
+		name, url string
+		status    int
+		reason    string
+	}{
+		{"not on the list", fmt.Sprintf("http://evil.test:%d/", port), 403, fmt.Sprintf("evil.test:%d is not on the egress allowlist", port)},
+		{"other port", fmt.Sprintf("http://api.test:%d/", port+1), 403, "is not on the egress allowlist"},
+		{"refused address", fmt.Sprintf("http://internal.test:%d/", port), 403, "internal.test resolves to 10.1.2.3, a private address"},
+		{"an address not named", fmt.Sprintf("http://127.0.0.1:%d/", port), 403, "is not on the egress allowlist"},
+		{"redirect to another host", fmt.Sprintf("http://api.test:%d/redirect", port), 403, "evil.test:80 is not on the egress allowlist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, err := get(t, c, tc.url)
+			if err != nil || code != tc.status || !strings.Contains(body, tc.reason) {
+				t.Errorf("got %d %q %v; want %d naming %q", code, body, err, tc.status, tc.reason)
+			}
+		})
+	}
+	// A name that changes its address between two lookups: the first
+	// request connects to what it checked; the second is checked again
+	// and refused, and never connects.
+	if code, _, err := get(t, c, fmt.Sprintf("http://rebind.test:%d/", port)); err != nil || code != 200 {
+		t.Errorf("first request to rebind.test: %d %v", code, err)
+	}
+	if code, body, _ := get(t, c, fmt.Sprintf("http://rebind.test:%d/", port)); code != 403 || !strings.Contains(body, "169.254.169.254, a link-local address") {
+		t.Errorf("rebound request: %d %q, want it refused", code, body)
+	}
+	for _, a := range e.dial.dialled() {
+		if !strings.HasPrefix(a, "127.") {
+			t.Errorf("the proxy dialled %s", a)
+		}
+	}
+	if log := e.log(); !strings.Contains(log, "egress: refused") || !strings.Contains(log, "host=evil.test") {
+		t.Errorf("refusals not logged:\n%s", log)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	_, pa := server(t, false)
+	port := pa.Port()
+	allow := []string{fmt.Sprintf("api.test:%d", port)}
+	names := map[string][]netip.Addr{"api.test": {pa.Addr()}}
+
+	t.Run("bytes", func(t *testing.T) {
+		e := newEnv(t, egress.Policy{Allow: allow, AllowAddresses: loopback, MaxBytes: 100 << 10}, names)
+		resp, err := e.client().Get(fmt.Sprintf("http://api.test:%d/big", port))
+		if err == nil {
+			n, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if n >= 1<<20 {
+				t.Errorf("read %d bytes through a proxy with a 100 KiB budget", n)
+			}
+		}
+		if e.proxy.Used() > 100<<10+64<<10 {
+			t.Errorf("the proxy moved %d bytes, past its budget", e.proxy.Used())
+		}
+		code, body, _ := get(t, e.client(), fmt.Sprintf("http://api.test:%d/", port))
+		if code != 403 || !strings.Contains(body, "egress budget") {
+			t.Errorf("after the budget: %d %q, want refused", code, body)
+		}
+	})
+
+	t.Run("connections", func(t *testing.T) {
+		e := newEnv(t, egress.Policy{Allow: allow, AllowAddresses: loopback, MaxConnections: 1}, names)
+		first := connect(t, e, fmt.Sprintf("api.test:%d", port))
+		defer first.Close()
+		if s := readStatus(t, first); !strings.Contains(s, "200") {
+			t.Fatalf("first tunnel: %q", s)
+		}
+		second := connect(t, e, fmt.Sprintf("api.test:%d", port))
+		defer second.Close()
+		status := readStatus(t, second)
+		if !strings.Contains(status, "429") || !strings.Contains(status, "more than 1 connections at once") {
+			t.Errorf("second tunnel: %q, want refused", status)
+		}
+	})
+
+	t.Run("duration", func(t *testing.T) {
+		e := newEnv(t, egress.Policy{Allow: allow, AllowAddresses: loopback, MaxConnDuration: 300 * time.Millisecond}, names)
+		c := connect(t, e, fmt.Sprintf("api.test:%d", port))
+		defer c.Close()
+		if s := readStatus(t, c); !strings.Contains(s, "200") {
+			t.Fatalf("tunnel: %q", s)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		start := time.Now()
+		_, err := io.Copy(io.Discard, c) // idle: the proxy ends it at its deadline
+		if err != nil || time.Since(start) > 3*time.Second {
+			t.Errorf("an idle tunnel lasted %v (%v), want it ended at 300 ms", time.Since(start), err)
+		}
+	})
+
+	t.Run("header size", func(t *testing.T) {
+		e := newEnv(t, egress.Policy{Allow: allow, AllowAddresses: loopback}, names)
+		c, err := net.Dial("tcp", e.url.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go func() {
+			fmt.Fprintf(c, "GET http://api.test:%d/ HTTP/1.1\r\nHost: api.test\r\nX-Big: %s\r\n\r\n", port, strings.Repeat("a", 200<<10))
+		}()
+		if s := readStatus(t, c); !strings.Contains(s, "400") {
+			t.Errorf("a 200 KiB header: %q, want 400", s)
+		}
+	})
+}
+
+func connect(t *testing.T, e *env, hostport string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", e.url.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
+	return c
+}
+
+// readStatus reads the status line of the proxy's answer.
+func readStatus(t *testing.T, c net.Conn) string {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var line []byte
+	b := make([]byte, 1)
+	for {
+		if _, err := c.Read(b); err != nil {
+			return string(line) + " (" + err.Error() + ")"
+		}
+		if b[0] == '\n' {
+			return strings.TrimSpace(string(line))
+		}
+		line = append(line, b[0])
+	}
+}
+
+func TestBadEntries(t *testing.T) {
+	for _, s := range []string{"api.example.com", "10.0.0.0/8:443", "api.example.com:0", "api.example.com:http", "bad host:443"} {
+		if _, err := egress.New(egress.Policy{Allow: []string{s}}); !errors.Is(err, egress.ErrBadEntry) {
+			t.Errorf("entry %q: err = %v, want ErrBadEntry", s, err)
+		}
+	}
+}
+
+// TestPythonThroughProxy: Python's urllib reaches an allowed host with
+// nothing but the proxy variables set, and a refusal reaches it as an
+// error that names the host.
+func TestPythonThroughProxy(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		hostcap.Missing(t, hostcap.Python, err)
+	}
+	_, pa := server(t, false)
+	e := newEnv(t, egress.Policy{Allow: []string{fmt.Sprintf("api.test:%d", pa.Port())}, AllowAddresses: loopback},
+		map[string][]netip.Addr{"api.test": {pa.Addr()}})
+	code := fmt.Sprintf(`import urllib.request, urllib.error
+print(urllib.request.urlopen("http://api.test:%d/py").read().decode())
+try:
+    urllib.request.urlopen("http://evil.test:%d/")
+except urllib.error.HTTPError as err:
+    print(err.code, err.reason)`, pa.Port(), pa.Port())
+	cmd := exec.Command("python3", "-c", code)
+	cmd.Env = []string{"http_proxy=" + e.url.String(), "HTTP_PROXY=" + e.url.String(), "no_proxy="}
+	out, err := cmd.CombinedOutput()
+	want := fmt.Sprintf("hello GET /py\n403 egress refused: evil.test:%d is not on the egress allowlist\n", pa.Port())
+	if err != nil || string(out) != want {
+		t.Errorf("python: %v\n%s\nwant:\n%s", err, out, want)
+	}
+}
+
+// BenchmarkDownload is a 1 MiB download from a loopback server through the
+// proxy, against the same download directly, in one run: over plain HTTP
+// (forwarded) and over TLS (tunnelled by CONNECT).
+func BenchmarkDownload(b *testing.B) {
+	for _, tlsOn := range []bool{false, true} {
+		s, pa := server(b, tlsOn)
+		scheme := "http"
+		if tlsOn {
+			scheme = "https"
+		}
+		e := newEnv(b, egress.Policy{Allow: []string{fmt.Sprintf("api.test:%d", pa.Port())}, AllowAddresses: loopback, MaxBytes: 1 << 40},
+			map[string][]netip.Addr{"api.test": {pa.Addr()}})
+		fetch := func(b *testing.B, c *http.Client, u string) {
+			resp, err := c.Get(u)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if m != 1<<20 {
+				b.Fatalf("read %d bytes", m)
+			}
+		}
+		b.Run(scheme+"/direct", func(b *testing.B) {
+			c := s.Client()
+			for b.Loop() {
+				fetch(b, c, fmt.Sprintf("%s://%s/big", scheme, pa))
+			}
+		})
+		b.Run(scheme+"/proxy", func(b *testing.B) {
+			c := e.client()
+			for b.Loop() {
+				fetch(b, c, fmt.Sprintf("%s://api.test:%d/big", scheme, pa.Port()))
+			}
+		})
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
