@@ -58,7 +58,26 @@ type Config struct {
 	WorkerProcesses int64 `json:"worker_processes,omitempty"`
 	// StartTimeout bounds the worker's start. Zero means 30s.
 	StartTimeout time.Duration `json:"start_timeout,omitempty"`
+	// Adopt, if set, is a worker already running as a child of the
+	// supervisor's process, which [Run] takes for its first instead of
+	// starting one: a jailed session forked from a template forks its
+	// first worker from the template's loaded runner and then execs the
+	// supervisor, which keeps the child. [Run] finds the worker's pipes at
+	// fds [AdoptFirstFD] to AdoptFirstFD+3 (in, ctl, stdout, stderr, as in
+	// [Pipes]) and closes them once it has passed them to the host.
+	Adopt *Adopted `json:"adopt,omitempty"`
 }
+
+// Adopted is a worker that [Run] adopts (Config.Adopt).
+type Adopted struct {
+	// Pid is the worker's pid, a child of the supervisor's process.
+	Pid int `json:"pid"`
+}
+
+// AdoptFirstFD is where [Run] finds the pipes of an adopted worker: the
+// host's ends of its in, ctl, stdout and stderr pipes at fds 4, 5, 6
+// and 7.
+const AdoptFirstFD = 4
 
 // SetDefaults checks the required fields and fills the zero ones.
 func (c *Config) SetDefaults() error {

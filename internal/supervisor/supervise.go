@@ -118,18 +118,16 @@ func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 		for _, f := range []*os.File{pipes.In, pipes.Ctl, pipes.Stdout, pipes.Stderr} {
 			f.Close()
 		}
-		go func() {
-			<-w.exited
-			mu.Lock()
-			delete(live, pid)
-			mu.Unlock()
-			_ = c.Send(Msg{Op: "exited", Pid: pid, Status: int(w.status)})
-		}()
+		go reportExit(c, w, &mu, live)
 		return err
 	}
 	// The first worker starts at once, unasked: its start-up overlaps
-	// with the host's.
-	if err := spawn(); err != nil {
+	// with the host's. A worker to adopt is the first.
+	first := spawn
+	if cfg.Adopt != nil {
+		first = func() error { return adopt(c, p, &mu, live) }
+	}
+	if err := first(); err != nil {
 		return nil
 	}
 	tr := p.Files()
@@ -181,4 +179,49 @@ func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 			return nil // the host went away
 		}
 	}
+}
+
+// reportExit tells the host once the worker w has exited.
+func reportExit(c *Conn, w *worker, mu *sync.Mutex, live map[int]*worker) {
+	<-w.exited
+	mu.Lock()
+	delete(live, w.pid)
+	mu.Unlock()
+	_ = c.Send(Msg{Op: "exited", Pid: w.pid, Status: int(w.status)})
+}
+
+// adopt takes the worker cfg.Adopt names for the session's first and
+// passes the host its pipes, found at fds AdoptFirstFD to AdoptFirstFD+3,
+// which it closes.
+func adopt(c *Conn, p *Procs, mu *sync.Mutex, live map[int]*worker) error {
+	var pipes []*os.File
+	for i, name := range []string{"in", "ctl", "stdout", "stderr"} {
+		pipes = append(pipes, os.NewFile(uintptr(AdoptFirstFD+i), "adopted-"+name))
+	}
+	defer func() {
+		for _, f := range pipes {
+			f.Close()
+		}
+	}()
+	w := &worker{exited: make(chan struct{})}
+	mu.Lock() // the worker may be reaped before it is in live
+	pid, err := p.Adopt(func(st syscall.WaitStatus) {
+		w.status = st
+		close(w.exited)
+	})
+	if err != nil {
+		mu.Unlock()
+		return c.Send(Msg{Op: "error", Error: err.Error()})
+	}
+	w.pid = pid
+	live[pid] = w
+	mu.Unlock()
+	for _, f := range pipes {
+		if _, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0); err != nil {
+			return c.Send(Msg{Op: "error", Error: fmt.Sprintf("sandboxserver: the adopted worker's %s pipe: %v", f.Name(), err)})
+		}
+	}
+	err = c.Send(Msg{Op: "spawned", Pid: pid}, pipes...)
+	go reportExit(c, w, mu, live)
+	return err
 }
