@@ -27,6 +27,7 @@ type Procs struct {
 	reaper  reaper
 	stop    chan struct{}
 	tracker *Tracker
+	adopted bool // Adopt was called; guarded by reaper.mu
 }
 
 // Pipes are the host's ends of a worker's pipes.
@@ -190,13 +191,14 @@ func (p *Procs) Adopt(onExit func(syscall.WaitStatus)) (int, error) {
 	r := &p.reaper
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if p.adopted {
+		return 0, fmt.Errorf("sandboxserver: the worker to adopt, pid %d, is adopted already", a.Pid)
+	}
+	p.adopted = true
 	if st, ok := r.held[a.Pid]; ok {
 		delete(r.held, a.Pid)
 		onExit(st)
 		return a.Pid, nil
-	}
-	if _, ok := r.watch[a.Pid]; !ok {
-		return 0, fmt.Errorf("sandboxserver: the worker to adopt, pid %d, is adopted already", a.Pid)
 	}
 	// Still unreaped: it must be our child.
 	var info unix.Siginfo
