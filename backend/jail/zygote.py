@@ -8,7 +8,10 @@
 # session's supervisor (internal/supervisor, the supervisor of every
 # session, cold or forked): that adopts the worker, speaks the supervisor
 # protocol, tracks the workspace, and starts any later worker itself as a
-# fresh interpreter. What runs here in Python is only what the fork needs.
+# fresh interpreter. What runs here in Python is only what the fork needs,
+# and one message of that protocol: "spawned", with the first worker's
+# pipes, sent before the exec so that the host and the worker start
+# talking while the supervisor starts.
 #
 # fds: 3 the control socket (SOCK_SEQPACKET): the host sends one byte with
 # one descriptor per session (its setup socket, over which the session
@@ -19,6 +22,7 @@
 # reads and runs (zygote_linux.go), so that the command line holds no
 # source. 6: the host program (an O_PATH descriptor), which a session
 # execs as its supervisor; workers close it, and the exec closes it.
+# A session's supervisor gets only fd 3, its socket to the host (and 0-2).
 #
 # The template holds nothing of any session: everything a session gets
 # comes over that session's own setup socket, read by the forked child.
@@ -460,29 +464,33 @@ def _read_back(cfg, securebits, fixed):
 
 
 def _exec_supervisor(sup_fd, stage, cfg):
-    """Fork the session's first worker from the loaded runner, then become
-    the host program's supervisor (internal/supervisor, the one of every
-    session), which adopts that worker: its Config is cfg with the
-    worker's pid added, fd 3 the supervisor socket, fds 4-7 the worker's
-    pipes (in, ctl, stdout, stderr)."""
+    """Fork the session's first worker from the loaded runner, pass its
+    pipes to the host in the supervisor protocol's "spawned" message (so
+    that the host talks to the worker while the supervisor starts), then
+    become the host program's supervisor (internal/supervisor, the one of
+    every session), which adopts the worker: its Config is cfg with the
+    worker's pid added, fd 3 the supervisor socket, nothing else open."""
     pid, pipes = _spawn(cfg)
-    # Everything the supervisor gets is moved out of the way of 3-7 first,
-    # then put in place; the copies are close-on-exec.
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 8) for fd in [sup_fd, _EXE_FD] + pipes]
-    for fd in [sup_fd, _EXE_FD] + pipes:
+    sock = socket.socket(fileno=sup_fd)
+    sock.setblocking(True)
+    line = json.dumps({"op": "spawned", "fds": len(pipes), "pid": pid}, separators=(",", ":")).encode() + b"\n"
+    n = sock.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % len(pipes), *pipes))])
+    sock.sendall(line[n:])
+    sup_fd = sock.detach()
+    for fd in pipes:
         os.close(fd)
-    exe = high[1]
-    for i, fd in enumerate([high[0]] + high[2:]):
-        os.dup2(fd, 3 + i)  # dup2 clears close-on-exec on the copy
-        os.close(fd)
-    os.closerange(8, exe)
-    os.closerange(exe + 1, 1 << 16)
+    os.dup2(sup_fd, 3)  # dup2 clears close-on-exec on the copy
+    if sup_fd != 3:
+        os.close(sup_fd)
+    os.set_inheritable(_EXE_FD, False)  # executed, then closed by the exec
+    os.closerange(4, _EXE_FD)
+    os.closerange(_EXE_FD + 1, 1 << 16)
     for s in (signal.SIGPIPE, signal.SIGXFSZ):  # as a cold session's supervisor has them
         signal.signal(s, signal.SIG_DFL)
     sup = dict(cfg)
     sup["adopt"] = {"pid": pid}
     env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ}
-    os.execve(exe, [stage, json.dumps(sup, separators=(",", ":"))], env)
+    os.execve(_EXE_FD, [stage, json.dumps(sup, separators=(",", ":"))], env)
 
 
 def _spawn(cfg):

@@ -61,10 +61,10 @@ type Config struct {
 	// Adopt, if set, is a worker already running as a child of the
 	// supervisor's process, which [Run] takes for its first instead of
 	// starting one: a jailed session forked from a template forks its
-	// first worker from the template's loaded runner and then execs the
-	// supervisor, which keeps the child. [Run] finds the worker's pipes at
-	// fds [AdoptFirstFD] to AdoptFirstFD+3 (in, ctl, stdout, stderr, as in
-	// [Pipes]) and closes them once it has passed them to the host.
+	// first worker from the template's loaded runner, sends the host the
+	// "spawned" message with the worker's pipes itself, and then execs the
+	// supervisor, which keeps the child. [Run] then reaps, signals and
+	// kills it as a worker it started, and reports its exit.
 	Adopt *Adopted `json:"adopt,omitempty"`
 }
 
@@ -73,11 +73,6 @@ type Adopted struct {
 	// Pid is the worker's pid, a child of the supervisor's process.
 	Pid int `json:"pid"`
 }
-
-// AdoptFirstFD is where [Run] finds the pipes of an adopted worker: the
-// host's ends of its in, ctl, stdout and stderr pipes at fds 4, 5, 6
-// and 7.
-const AdoptFirstFD = 4
 
 // SetDefaults checks the required fields and fills the zero ones.
 func (c *Config) SetDefaults() error {

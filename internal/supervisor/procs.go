@@ -181,8 +181,8 @@ func (p *Procs) Spawn(onExit func(syscall.WaitStatus)) (int, Pipes, error) {
 // Adopt takes the running worker cfg.Adopt names, a child of this
 // process, as if Spawn had started it, and returns its pid: onExit runs
 // once it has been reaped (at once if it already has been). It fails if
-// cfg.Adopt is not set or names no child of this process. The caller has
-// the worker's pipes (see [AdoptFirstFD]).
+// cfg.Adopt is not set or names no child of this process. The host has
+// the worker's pipes already (see Config.Adopt).
 func (p *Procs) Adopt(onExit func(syscall.WaitStatus)) (int, error) {
 	a := p.cfg.Adopt
 	if a == nil || a.Pid <= 0 {

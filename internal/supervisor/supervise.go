@@ -190,38 +190,21 @@ func reportExit(c *Conn, w *worker, mu *sync.Mutex, live map[int]*worker) {
 	_ = c.Send(Msg{Op: "exited", Pid: w.pid, Status: int(w.status)})
 }
 
-// adopt takes the worker cfg.Adopt names for the session's first and
-// passes the host its pipes, found at fds AdoptFirstFD to AdoptFirstFD+3,
-// which it closes.
+// adopt takes the worker cfg.Adopt names for the session's first. The
+// host has its pipes already (see Config.Adopt).
 func adopt(c *Conn, p *Procs, mu *sync.Mutex, live map[int]*worker) error {
-	var pipes []*os.File
-	for i, name := range []string{"in", "ctl", "stdout", "stderr"} {
-		pipes = append(pipes, os.NewFile(uintptr(AdoptFirstFD+i), "adopted-"+name))
-	}
-	defer func() {
-		for _, f := range pipes {
-			f.Close()
-		}
-	}()
 	w := &worker{exited: make(chan struct{})}
-	mu.Lock() // the worker may be reaped before it is in live
 	pid, err := p.Adopt(func(st syscall.WaitStatus) {
 		w.status = st
 		close(w.exited)
 	})
 	if err != nil {
-		mu.Unlock()
 		return c.Send(Msg{Op: "error", Error: err.Error()})
 	}
 	w.pid = pid
+	mu.Lock()
 	live[pid] = w
 	mu.Unlock()
-	for _, f := range pipes {
-		if _, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0); err != nil {
-			return c.Send(Msg{Op: "error", Error: fmt.Sprintf("sandboxserver: the adopted worker's %s pipe: %v", f.Name(), err)})
-		}
-	}
-	err = c.Send(Msg{Op: "spawned", Pid: pid}, pipes...)
 	go reportExit(c, w, mu, live)
-	return err
+	return nil
 }
