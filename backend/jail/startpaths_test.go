@@ -352,6 +352,21 @@ func TestDefaultStart(t *testing.T) {
 	if got := argv0(t, s.Pid()); got != supervisor.Stage {
 		t.Errorf("a forked session's pid 1 has argv[0] %q; want %q", got, supervisor.Stage)
 	}
+	// The descriptor of the host program it was executed through is gone.
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdDir := "/proc/" + strconv.Itoa(s.Pid()) + "/fd"
+	fds, err := os.ReadDir(fdDir)
+	if err != nil || len(fds) == 0 {
+		t.Fatalf("the supervisor's descriptors: %v", err)
+	}
+	for _, fd := range fds {
+		if l, _ := os.Readlink(fdDir + "/" + fd.Name()); l == exe {
+			t.Errorf("the supervisor holds the host program at fd %s", fd.Name())
+		}
+	}
 	// The processes are named for what they are (the plugin's tests and
 	// ps tell them apart by it).
 	_, tpl := templatePython(t, cfg)
