@@ -122,15 +122,20 @@
 // forked starts cold ([Session.Fallback]). [CheckForked] probes it.
 //
 // Which code runs where: in a cold session, pid 1 is the Go init stage
-// (backend/jail/internal/initstage) and the session's supervisor is Go
-// (internal/supervisor): it launches and reaps the worker, watches the
-// workspace with inotify and reads files with openat2. In a forked session
-// everything after the fork is the template's Python (zygote.py): the
-// namespaces, mounts, privilege drop and seccomp, and a second supervisor
-// that speaks the same supervisor protocol, forks its workers from itself,
-// and lists changed files by walking the whole workspace before and after
-// each block. Both paths are held to the same hostile cases, escape probes
-// and shared suite; their costs differ (docs/benchmarks.md).
+// (backend/jail/internal/initstage), which builds the jail and then runs
+// the session's supervisor (internal/supervisor) in its own process. In a
+// forked session the template's Python (zygote.py) does only what the fork
+// needs: the session's namespaces, mounts, privilege drop, seccomp filter
+// and read-back, and the fork of its first worker from the loaded runner,
+// whose pipes it passes to the host in the supervisor protocol's "spawned"
+// message. It then execs the host program (through a descriptor the
+// template holds, at fd 6) as the same Go supervisor, which adopts that
+// worker. So on both
+// paths the Go supervisor speaks the supervisor protocol, reaps and kills
+// the workers, starts any later worker (as a fresh interpreter), watches
+// the workspace with inotify and reads files with openat2. Both paths are
+// held to the same hostile cases, escape probes and shared suite; their
+// costs are in docs/benchmarks.md.
 //
 // # Platforms
 //

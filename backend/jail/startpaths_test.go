@@ -3,6 +3,7 @@
 package jail
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -109,6 +111,15 @@ print(sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.getppid())`
 				t.Fatalf("visible processes %q", r.Stdout)
 			}
 		})
+		t.Run("descriptors", func(t *testing.T) {
+			// The worker has its stdio, its two protocol pipes and what
+			// the runner opens, and nothing of its supervisor (in a
+			// forked session, the descriptor of the host program that
+			// the template holds).
+			if r := execIn(t, s, fdProbe); r.Stdout != workerFDs {
+				t.Fatalf("the worker's descriptors: %q %s", r.Stdout, r.Stderr)
+			}
+		})
 		t.Run("network", func(t *testing.T) {
 			r := execIn(t, s, `
 import socket, errno
@@ -173,6 +184,11 @@ print("survived")`)
 			if r2 := execIn(t, s, "print(2)"); r2.Stdout != "2\n" {
 				t.Fatalf("the session did not recover: %+v", r2)
 			}
+			// A worker started after the first (in a forked session, by
+			// the supervisor, as a cold session's) has the same.
+			if r := execIn(t, s, fdProbe); r.Stdout != workerFDs {
+				t.Fatalf("the next worker's descriptors: %q %s", r.Stdout, r.Stderr)
+			}
 		})
 		t.Run("fork bomb", func(t *testing.T) {
 			r := execIn(t, s, `
@@ -192,6 +208,27 @@ except OSError as e:
 		})
 	})
 }
+
+// fdProbe prints the open descriptors of the worker below 4096 by kind:
+// its stdio and protocol pipes and the runner's own (copies of stdout and
+// stderr, its /proc children file); anything else by its link.
+const fdProbe = `
+import os
+def kind(fd):
+    try:
+        link = os.readlink("/proc/self/fd/%d" % fd)
+    except OSError:
+        return None
+    if link == "/dev/null" or link.startswith("pipe:"):
+        return link.split(":")[0]
+    if link == "/proc/%d/task/%d/children" % (os.getpid(), os.getpid()):
+        return "children"
+    return link
+print(" ".join("%d:%s" % (fd, kind(fd)) for fd in range(4096) if kind(fd)))
+`
+
+// workerFDs is what fdProbe prints in every worker.
+const workerFDs = "0:/dev/null 1:pipe 2:pipe 3:pipe 4:pipe 5:pipe 6:pipe 7:children\n"
 
 func pyStr(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
 
@@ -307,11 +344,31 @@ func TestDefaultStart(t *testing.T) {
 	be := &Backend{Config: cfg}
 	t.Cleanup(func() { _ = be.Close() })
 	s := sessionOf(t, be) // checks that it was forked
+	// The session's pid 1 is the supervisor of every session: the host
+	// program under the supervisor's argv[0], not the template's Python.
+	if got, want := exeID(t, s.Pid()), exeID(t, os.Getpid()); got != want {
+		t.Errorf("a forked session's pid 1 runs %s; want the host program, %s", got, want)
+	}
+	if got := argv0(t, s.Pid()); got != supervisor.Stage {
+		t.Errorf("a forked session's pid 1 has argv[0] %q; want %q", got, supervisor.Stage)
+	}
+	// The descriptor of the host program it was executed through is gone.
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdDir := "/proc/" + strconv.Itoa(s.Pid()) + "/fd"
+	fds, err := os.ReadDir(fdDir)
+	if err != nil || len(fds) == 0 {
+		t.Fatalf("the supervisor's descriptors: %v", err)
+	}
+	for _, fd := range fds {
+		if l, _ := os.Readlink(fdDir + "/" + fd.Name()); l == exe {
+			t.Errorf("the supervisor holds the host program at fd %s", fd.Name())
+		}
+	}
 	// The processes are named for what they are (the plugin's tests and
 	// ps tell them apart by it).
-	if got := comm(t, s.Pid()); got != "codemode-forked" {
-		t.Errorf("a forked session's pid 1 is named %q", got)
-	}
 	_, tpl := templatePython(t, cfg)
 	if got := comm(t, tpl); got != "codemode-zygote" {
 		t.Errorf("the template is named %q", got)
@@ -340,6 +397,26 @@ func comm(t *testing.T, pid int) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// exeID identifies the executable pid runs: its device and inode.
+func exeID(t *testing.T, pid int) string {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("dev %d inode %d", st.Dev, st.Ino)
+}
+
+func argv0(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := strings.Cut(string(b), "\x00")
+	return a
 }
 
 func templateLive(cfg Config) bool {

@@ -3,16 +3,26 @@
 # session per request from the host. Each session enters its own user,
 # mount, pid, network, IPC, UTS and cgroup namespaces, builds its own
 # writable mounts, drops every privilege, loads the seccomp filter the host
-# sends, and then supervises its Python workers over the supervisor
-# protocol (internal/supervisor/conn.go), each worker a fork of itself.
+# sends and reads back what it got. It then forks its first worker, which
+# calls the loaded runner's main, and execs the host program as the
+# session's supervisor (internal/supervisor, the supervisor of every
+# session, cold or forked): that adopts the worker, speaks the supervisor
+# protocol, tracks the workspace, and starts any later worker itself as a
+# fresh interpreter. What runs here in Python is only what the fork needs,
+# and one message of that protocol: "spawned", with the first worker's
+# pipes, sent before the exec so that the host and the worker start
+# talking while the supervisor starts.
 #
 # fds: 3 the control socket (SOCK_SEQPACKET): the host sends one byte with
-# three descriptors per session (its setup socket, its supervisor socket,
-# the write end of its stderr pipe) and EOF to retire the template; the
-# template writes one "ready" message when it can fork. 4: the runner's
-# source, read to EOF at start. 5: this program's own source, which the
-# short bootstrap on the command line reads and runs (zygote_linux.go), so
-# that the command line holds no source.
+# one descriptor per session (its setup socket, over which the session
+# later gets its supervisor socket and the write end of its stderr pipe)
+# and EOF to retire the template; the template writes one "ready" message
+# when it can fork. 4: the runner's source, read to EOF at start. 5: this
+# program's own source, which the short bootstrap on the command line
+# reads and runs (zygote_linux.go), so that the command line holds no
+# source. 6: the host program (an O_PATH descriptor), which a session
+# execs as its supervisor; workers close it, and the exec closes it.
+# A session's supervisor gets only fd 3, its socket to the host (and 0-2).
 #
 # The template holds nothing of any session: everything a session gets
 # comes over that session's own setup socket, read by the forked child.
@@ -43,10 +53,8 @@ import errno  # noqa: E402
 import fcntl  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
-import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
-import stat  # noqa: E402
 import struct  # noqa: E402
 import base64  # noqa: E402
 
@@ -86,6 +94,8 @@ SYS_CAPSET = 126
 SYS_SECCOMP = 317
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_TSYNC = 1
+
+_EXE_FD = 6  # the host program, which a session execs as its supervisor
 
 def _template_packages():
     """The runner's package report for the sys.path the host probed, made
@@ -285,8 +295,13 @@ def _init(setup, inside):
         os._exit(126)
     _report(setup, {"enf": enf})
     setup.close()
-    _supervise(sup_fd, cfg["supervisor"])
-    os._exit(0)
+    try:
+        _exec_supervisor(sup_fd, cfg["stage"], cfg["supervisor"])
+    except Exception:
+        import traceback
+
+        traceback.print_exc()
+    os._exit(125)  # the host sees the supervisor socket close
 
 
 def _prepare(inside):
@@ -448,247 +463,37 @@ def _read_back(cfg, securebits, fixed):
 # --- the supervisor ------------------------------------------------------
 
 
-class _Conn:
-    """One end of the supervisor socket: JSON lines, descriptors passed
-    with the first bytes of the message that carries them."""
-
-    def __init__(self, fd):
-        self.sock = socket.socket(fileno=fd)
-        self.sock.setblocking(True)
-        self.sock.settimeout(30)  # a host that takes nothing for 30 s is gone
-        self.buf = bytearray()
-
-    def send(self, msg, fds=()):
-        if fds:
-            msg["fds"] = len(fds)
-        line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
-        if fds:
-            n = self.sock.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % len(fds), *fds))])
-            line = line[n:]
-        if line:
-            self.sock.sendall(line)
-
-    def lines(self):
-        """Reads what is there; returns the complete lines, or None at EOF."""
-        try:
-            b = self.sock.recv(1 << 16, socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return []
-        except OSError:
-            return None
-        if not b:
-            return None
-        self.buf += b
-        out = []
-        while True:
-            i = self.buf.find(b"\n")
-            if i < 0:
-                break
-            out.append(bytes(self.buf[:i]))
-            del self.buf[: i + 1]
-        if len(self.buf) > (64 << 20):
-            return None
-        return out
+def _exec_supervisor(sup_fd, stage, cfg):
+    """Fork the session's first worker from the loaded runner, pass its
+    pipes to the host in the supervisor protocol's "spawned" message (so
+    that the host talks to the worker while the supervisor starts), then
+    become the host program's supervisor (internal/supervisor, the one of
+    every session), which adopts the worker: its Config is cfg with the
+    worker's pid added, fd 3 the supervisor socket, nothing else open."""
+    pid, pipes = _spawn(cfg)
+    sock = socket.socket(fileno=sup_fd)
+    sock.setblocking(True)
+    line = json.dumps({"op": "spawned", "fds": len(pipes), "pid": pid}, separators=(",", ":")).encode() + b"\n"
+    n = sock.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % len(pipes), *pipes))])
+    sock.sendall(line[n:])
+    sup_fd = sock.detach()
+    for fd in pipes:
+        os.close(fd)
+    os.dup2(sup_fd, 3)  # dup2 clears close-on-exec on the copy
+    if sup_fd != 3:
+        os.close(sup_fd)
+    os.set_inheritable(_EXE_FD, False)  # executed, then closed by the exec
+    os.closerange(4, _EXE_FD)
+    os.closerange(_EXE_FD + 1, 1 << 16)
+    for s in (signal.SIGPIPE, signal.SIGXFSZ):  # as a cold session's supervisor has them
+        signal.signal(s, signal.SIG_DFL)
+    sup = dict(cfg)
+    sup["adopt"] = {"pid": pid}
+    env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ}
+    os.execve(_EXE_FD, [stage, json.dumps(sup, separators=(",", ":"))], env)
 
 
-class _Tracker:
-    """The workspace's regular single-link files, walked and compared."""
-
-    def __init__(self, root, limit):
-        self.root = root
-        self.limit = limit
-        self.state = {}
-
-    def walk(self):
-        out = {}
-        seen = 0
-        stack = [""]
-        while stack:
-            rel = stack.pop()
-            try:
-                it = os.scandir(os.path.join(self.root, rel) if rel else self.root)
-            except OSError:
-                continue
-            with it:
-                for e in it:
-                    seen += 1
-                    if seen > self.limit:
-                        return out
-                    p = rel + "/" + e.name if rel else e.name
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(p)
-                    elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-                        out[p] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        return out
-
-    def baseline(self):
-        self.state = self.walk()
-
-    def changed(self):
-        now = self.walk()
-        out = [{"path": p, "size": st[0]} for p, st in now.items() if self.state.get(p) != st and len(p.encode()) <= 4096]
-        self.state = now
-        out.sort(key=lambda f: f["path"])
-        return out[: self.limit]
-
-    def read(self, rel, limit):
-        parts = rel.split("/")
-        if (not rel or rel.startswith("/") or "\0" in rel or any(p in ("", ".", "..") for p in parts)):
-            raise ValueError("invalid path %r: give a clean path relative to the workspace" % rel[:200])
-        d = os.open(self.root, os.O_PATH | os.O_DIRECTORY)
-        try:
-            for p in parts[:-1]:
-                nd = os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=d)
-                os.close(d)
-                d = nd
-            try:
-                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=d)
-            except OSError as e:
-                raise ValueError("open %s: %s" % (rel, e.strerror)) from None
-        finally:
-            os.close(d)
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise ValueError("%s is not a regular file" % rel)
-            if st.st_nlink != 1:
-                raise ValueError("%s has %d hard links; only files with one link are sent" % (rel, st.st_nlink))
-            if st.st_size > limit:
-                raise ValueError("%s is %d bytes, over the %d-byte limit" % (rel, st.st_size, limit))
-            parts = []
-            left = limit + 1
-            while left > 0:
-                b = os.read(fd, min(left, 1 << 20))
-                if not b:
-                    break
-                parts.append(b)
-                left -= len(b)
-            return b"".join(parts)
-        finally:
-            os.close(fd)
-
-
-def _supervise(sup_fd, cfg):
-    conn = _Conn(sup_fd)
-    workdir = cfg.get("workdir") or "/workspace"
-    tracker = _Tracker(workdir, cfg.get("max_files") or 100000)
-    max_file = cfg.get("max_file_bytes") or (32 << 20)
-    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *a: None)
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, lambda *a: _leave())
-    live = set()
-
-    def reap(block=False):
-        while True:
-            try:
-                pid, st = os.waitpid(-1, 0 if block else os.WNOHANG)
-            except ChildProcessError:
-                return False
-            except InterruptedError:
-                continue
-            if pid == 0:
-                return True
-            if pid in live:
-                live.discard(pid)
-                conn.send({"op": "exited", "pid": pid, "status": st})
-
-    def spawn():
-        try:
-            pid, pipes = _spawn(cfg, (conn.sock.fileno(), wake_r, wake_w))
-        except OSError as e:
-            conn.send({"op": "error", "error": "sandboxserver: start %s: %s" % (cfg.get("python"), e)})
-            return
-        live.add(pid)
-        try:
-            conn.send({"op": "spawned", "pid": pid}, pipes)
-        finally:
-            for fd in pipes:
-                os.close(fd)
-
-    try:
-        spawn()
-        while True:
-            try:
-                r, _, _ = select.select([conn.sock, wake_r], [], [])
-            except InterruptedError:
-                continue
-            if wake_r in r:
-                try:
-                    os.read(wake_r, 4096)
-                except BlockingIOError:
-                    pass
-                reap()
-            if conn.sock not in r:
-                continue
-            lines = conn.lines()
-            if lines is None:
-                return
-            for line in lines:
-                try:
-                    m = json.loads(line)
-                    op = m["op"]
-                except Exception:
-                    conn.send({"op": "error", "error": "sandboxserver: supervisor protocol error: a bad message"})
-                    return
-                if op == "spawn":
-                    spawn()
-                elif op == "interrupt":
-                    if m.get("pid") in live:
-                        os.kill(m["pid"], signal.SIGUSR1)
-                elif op == "kill":
-                    _kill_all(reap)
-                    conn.send({"op": "killed"})
-                elif op == "baseline":
-                    tracker.baseline()
-                    conn.send({"op": "files"})
-                elif op == "changed":
-                    files = tracker.changed()
-                    msg = {"op": "files"}
-                    if files:
-                        msg["files"] = files
-                    conn.send(msg)
-                elif op == "read":
-                    mx = m.get("max") or 0
-                    mx = mx if 0 < mx < max_file else max_file
-                    try:
-                        data = tracker.read(str(m.get("path", "")), mx)
-                        conn.send({"op": "file", "path": m["path"], "data": base64.b64encode(data).decode()})
-                    except (OSError, ValueError) as e:
-                        conn.send({"op": "file", "path": m.get("path", ""), "error": str(e)})
-                else:
-                    conn.send({"op": "error", "error": "sandboxserver: supervisor protocol error: unexpected operation"})
-                    return
-    except OSError:
-        return
-    finally:
-        _leave()
-
-
-def _leave():
-    # pid 1 leaving takes every process of the session with it.
-    os._exit(0)
-
-
-def _kill_all(reap):
-    import time
-
-    for _ in range(200):
-        try:
-            os.kill(-1, signal.SIGKILL)  # every process of the session but this one
-        except ProcessLookupError:
-            pass
-        if not reap():
-            return
-        time.sleep(0.001)
-
-
-def _spawn(cfg, close_fds):
+def _spawn(cfg):
     devnull = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
     made = []
     try:
@@ -702,7 +507,7 @@ def _spawn(cfg, close_fds):
     pid = os.fork()
     if pid == 0:
         try:
-            _worker(cfg, devnull, out_w, err_w, in_r, ctl_w, close_fds)
+            _worker(cfg, devnull, out_w, err_w, in_r, ctl_w)
         finally:
             os._exit(127)
     for fd in (devnull, out_w, err_w, in_r, ctl_w):
@@ -710,8 +515,7 @@ def _spawn(cfg, close_fds):
     return pid, [in_w, ctl_r, out_r, err_r]
 
 
-def _worker(cfg, devnull, out_w, err_w, in_r, ctl_w, close_fds):
-    signal.set_wakeup_fd(-1)
+def _worker(cfg, devnull, out_w, err_w, in_r, ctl_w):
     for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, signal.SIG_DFL)
     os.setpgid(0, 0)

@@ -174,6 +174,12 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 	zc.Files = nil
 	zc.Python = python
 	zc.Processes = zygoteTasks
+	// No RLIMIT_AS on the template: its sessions exec the host program as
+	// their supervisor, whose Go runtime reserves far more address space
+	// than it uses (a cold session's supervisor runs without the limit
+	// too). Each session's workers get the limit (zygote.py's _worker,
+	// and the supervisor for the workers it starts).
+	zc.AddressSpaceBytes = -1
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("jail: template socket: %w", err)
@@ -194,6 +200,18 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		return nil, err
 	}
 	defer tplR.Close()
+	// The host program, which each session execs as its supervisor (fd 6
+	// of the template; see zygote.py). O_PATH: it can be executed, not
+	// read or written.
+	exeFD, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		ctrl.Close()
+		srcW.Close()
+		tplW.Close()
+		return nil, fmt.Errorf("jail: open the running executable for the template: %w", err)
+	}
+	exe := os.NewFile(uintptr(exeFD), "host-executable")
+	defer exe.Close()
 	// Sessions run as inside uid PayloadID in both modes (rootless cold
 	// jails use 0, which a nested user namespace has no need for).
 	uid := PayloadID
@@ -211,7 +229,7 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		Args:       []string{python, "-I", "-B", "-S", "-c", zygoteBootstrap},
 		Env:        env,
 		Stderr:     stderr,
-		ExtraFiles: []*os.File{sbx, srcR, tplR},
+		ExtraFiles: []*os.File{sbx, srcR, tplR, exe},
 		template:   true,
 	})
 	if err != nil {
@@ -370,7 +388,10 @@ type forkConfig struct {
 	AS             int64             `json:"as"`
 	Seccomp        []byte            `json:"seccomp"`
 	Rootless       bool              `json:"rootless"`
-	Supervisor     json.RawMessage   `json:"supervisor"`
+	// Stage and Supervisor are the argv of the supervisor the session
+	// execs once it is set up (the cold path's, less the compiled runner).
+	Stage      string          `json:"stage"`
+	Supervisor json.RawMessage `json:"supervisor"`
 }
 
 // forkStatus is a forked session's setup report.
@@ -585,7 +606,7 @@ func forkSession(cfg Config, c launch.Command) (*Cmd, error) {
 			"CORE": 0, "CPU": uint64(cfg.CPUSeconds), "FSIZE": uint64(cfg.FileSizeBytes),
 			"NOFILE": uint64(cfg.OpenFiles), "NPROC": nproc,
 		},
-		AS: cfg.AddressSpaceBytes, Seccomp: filter, Rootless: rootless, Supervisor: sup,
+		AS: cfg.AddressSpaceBytes, Seccomp: filter, Rootless: rootless, Stage: c.Args[0], Supervisor: sup,
 	}
 	line, err := json.Marshal(fcfg)
 	if err != nil {
@@ -662,7 +683,9 @@ func zygoteStderr(z *zygote) string {
 }
 
 // supervisorConfig takes the supervisor's config from its argv, without
-// the compiled runner (a forked worker has the runner loaded already).
+// the compiled runner: a forked session's first worker has the runner
+// loaded already, and the session passes the config to exec, which
+// bounds one argument to 128 KiB.
 func supervisorConfig(args []string) (json.RawMessage, error) {
 	if len(args) != 2 || args[0] != server.SupervisorStage {
 		return nil, errors.New("jail: a forked session runs only the supervisor")

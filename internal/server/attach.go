@@ -48,6 +48,7 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 	}
 	p := newRemoteProcs(c)
 	p.maxFiles = cfg.MaxFiles
+	p.inotifyAfter = opts.OnClose != nil
 	hostConn, serverConn := wire.NewConnPipe()
 	// Tool calls run right here, on the goroutine that read them from the
 	// worker, rather than cross the pipe to the client as frames.
@@ -72,6 +73,7 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		err := p.waitServed(served)
 		if onClose != nil {
 			err = errors.Join(err, onClose())
+			p.closeInotifyAfter()
 		}
 		return err
 	}
@@ -125,9 +127,16 @@ type remoteProcs struct {
 	early   map[int]int // exits reported before their spawn reply
 	pipes   []*os.File  // the latest worker's pipes, closed by forceClose
 
-	inotify  int // the supervisor's inotify descriptor, or -1
-	watching bool
-	spawned  bool // the first worker, which comes unasked, was taken
+	inotify int // the supervisor's inotify descriptor, or -1
+	// inotifyAfter keeps the inotify descriptor open past close, until
+	// the supervisor's process is gone (closeInotifyAfter): the last close
+	// of an inotify instance that watches something waits for the kernel
+	// to free its watches (an SRCU grace period, 10-20 ms), which then
+	// holds up neither the supervisor's exit nor the session's Close.
+	inotifyAfter bool
+	inotifyLate  int // the descriptor kept past close, or -1; guarded by mu
+	watching     bool
+	spawned      bool // the first worker, which comes unasked, was taken
 }
 
 type supReply struct {
@@ -147,7 +156,7 @@ var (
 func newRemoteProcs(c *supervisor.Conn) *remoteProcs {
 	p := &remoteProcs{
 		c: c, replies: make(chan supReply, 1), end: make(chan struct{}), intr: make(chan *worker, 1),
-		workers: map[int]*worker{}, early: map[int]int{}, inotify: -1,
+		workers: map[int]*worker{}, early: map[int]int{}, inotify: -1, inotifyLate: -1,
 	}
 	go p.readLoop()
 	go p.interrupter()
@@ -375,8 +384,26 @@ func (p *remoteProcs) close() {
 	// The reader has stopped: nothing more comes into replies.
 	p.dropReplies()
 	if p.inotify >= 0 {
-		_ = unix.Close(p.inotify)
+		if p.inotifyAfter {
+			p.mu.Lock()
+			p.inotifyLate = p.inotify
+			p.mu.Unlock()
+		} else {
+			_ = unix.Close(p.inotify)
+		}
 		p.inotify = -1
+	}
+}
+
+// closeInotifyAfter closes, in the background, the inotify descriptor that
+// close kept (see inotifyAfter); the supervisor's process is gone.
+func (p *remoteProcs) closeInotifyAfter() {
+	p.mu.Lock()
+	fd := p.inotifyLate
+	p.inotifyLate = -1
+	p.mu.Unlock()
+	if fd >= 0 {
+		go func() { _ = unix.Close(fd) }()
 	}
 }
 

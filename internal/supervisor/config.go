@@ -58,6 +58,20 @@ type Config struct {
 	WorkerProcesses int64 `json:"worker_processes,omitempty"`
 	// StartTimeout bounds the worker's start. Zero means 30s.
 	StartTimeout time.Duration `json:"start_timeout,omitempty"`
+	// Adopt, if set, is a worker already running as a child of the
+	// supervisor's process, which [Run] takes for its first instead of
+	// starting one: a jailed session forked from a template forks its
+	// first worker from the template's loaded runner, sends the host the
+	// "spawned" message with the worker's pipes itself, and then execs the
+	// supervisor, which keeps the child. [Run] then reaps, signals and
+	// kills it as a worker it started, and reports its exit.
+	Adopt *Adopted `json:"adopt,omitempty"`
+}
+
+// Adopted is a worker that [Run] adopts (Config.Adopt).
+type Adopted struct {
+	// Pid is the worker's pid, a child of the supervisor's process.
+	Pid int `json:"pid"`
 }
 
 // SetDefaults checks the required fields and fills the zero ones.

@@ -2,10 +2,13 @@
 // that runs inside it ([Run]), the worker processes it starts, reaps and
 // kills ([Procs]), the workspace files it tracks ([Tracker]) and the
 // protocol in which it talks to the host that runs the session ([Conn]).
-// It is the supervisor of cold jailed sessions and of the sandbox server's
-// own sessions (Docker, remote). A jailed session forked from a template
-// has a supervisor of its own in Python (backend/jail's zygote.py) that
-// speaks the same protocol.
+// It is the supervisor of every session: of a cold jailed session, in the
+// jail's init process; of the sandbox server's own sessions (Docker,
+// remote), re-executed under [Stage]; and of a jailed session forked from
+// a template, which forks its first worker from the template's loaded
+// runner and then execs the host program under [Stage] with that worker
+// named in [Config.Adopt] (backend/jail's zygote.py): [Run] adopts it as
+// the first worker ([Procs.Adopt]) and starts later ones itself.
 // Package internal/server runs the session and talks to it; this package
 // is its part that runs in the sandbox, and what the server shares with it
 // when it runs in the sandbox itself. Its [Config] is the server's.

@@ -5,6 +5,7 @@ package supervisor
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -26,6 +27,7 @@ type Procs struct {
 	reaper  reaper
 	stop    chan struct{}
 	tracker *Tracker
+	adopted bool // Adopt was called; guarded by reaper.mu
 }
 
 // Pipes are the host's ends of a worker's pipes.
@@ -41,6 +43,11 @@ type Pipes struct {
 func NewProcs(cfg *Config) *Procs {
 	p := &Procs{cfg: cfg, stop: make(chan struct{})}
 	p.reaper.watch = make(map[int]func(syscall.WaitStatus))
+	if cfg.Adopt != nil && cfg.Adopt.Pid > 0 {
+		// The worker to adopt may exit before Adopt is called: its status
+		// is kept until then.
+		p.reaper.watch[cfg.Adopt.Pid] = p.reaper.hold(cfg.Adopt.Pid)
+	}
 	becomeSubreaper()
 	go p.reaper.run(p.stop)
 	p.tracker = newTracker(cfg.Workdir, cfg.MaxFiles)
@@ -171,6 +178,38 @@ func (p *Procs) Spawn(onExit func(syscall.WaitStatus)) (int, Pipes, error) {
 	return pid, Pipes{In: inW, Ctl: ctlR, Stdout: outR, Stderr: errR}, nil
 }
 
+// Adopt takes the running worker cfg.Adopt names, a child of this
+// process, as if Spawn had started it, and returns its pid: onExit runs
+// once it has been reaped (at once if it already has been). It fails if
+// cfg.Adopt is not set or names no child of this process. The host has
+// the worker's pipes already (see Config.Adopt).
+func (p *Procs) Adopt(onExit func(syscall.WaitStatus)) (int, error) {
+	a := p.cfg.Adopt
+	if a == nil || a.Pid <= 0 {
+		return 0, errors.New("sandboxserver: no worker to adopt")
+	}
+	r := &p.reaper
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.adopted {
+		return 0, fmt.Errorf("sandboxserver: the worker to adopt, pid %d, is adopted already", a.Pid)
+	}
+	p.adopted = true
+	if st, ok := r.held[a.Pid]; ok {
+		delete(r.held, a.Pid)
+		onExit(st)
+		return a.Pid, nil
+	}
+	// Still unreaped: it must be our child.
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, a.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+		delete(r.watch, a.Pid)
+		return 0, fmt.Errorf("sandboxserver: the worker to adopt, pid %d, is not a child of the supervisor: %w", a.Pid, err)
+	}
+	r.watch[a.Pid] = onExit
+	return a.Pid, nil
+}
+
 // bootSource starts a worker from the compiled runner on fd 5, laid out
 // as writeRunner writes it. If the interpreter is not the one that
 // compiled it, it compiles the runner's source instead.
@@ -208,6 +247,18 @@ func writeRunner(w *os.File, version string, code []byte) {
 type reaper struct {
 	mu    sync.Mutex
 	watch map[int]func(syscall.WaitStatus)
+	held  map[int]syscall.WaitStatus // exits of workers to adopt, reaped before Adopt
+}
+
+// hold returns the exit function that keeps pid's status in r.held; it
+// runs with r.mu held.
+func (r *reaper) hold(pid int) func(syscall.WaitStatus) {
+	return func(st syscall.WaitStatus) {
+		if r.held == nil {
+			r.held = map[int]syscall.WaitStatus{}
+		}
+		r.held[pid] = st
+	}
 }
 
 func (r *reaper) run(stop <-chan struct{}) {

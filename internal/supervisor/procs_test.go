@@ -6,8 +6,11 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/adk-codemode/codemode/internal/hostcap"
 )
@@ -74,4 +77,85 @@ sys.stdout.buffer.write(marshal.dumps(compile("print('compiled:' + __name__)", "
 	if err != nil || !strings.HasPrefix(line, `{"kind":"ready"`) {
 		t.Errorf("other version: got %q, %v; want the source's ready frame", line, err)
 	}
+}
+
+// TestAdopt checks that Procs takes a running child for a worker, that it
+// keeps the exit of one that ended before it was adopted, and that it
+// refuses a process that is not its child.
+func TestAdopt(t *testing.T) {
+	start := func(args ...string) int {
+		t.Helper()
+		p, err := os.StartProcess(args[0], args, &os.ProcAttr{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Pid
+	}
+	newProcs := func(pid int) *Procs {
+		t.Helper()
+		cfg := &Config{Python: testPython, Workdir: t.TempDir(), Adopt: &Adopted{Pid: pid}}
+		if err := cfg.SetDefaults(); err != nil {
+			t.Fatal(err)
+		}
+		return NewProcs(cfg)
+	}
+	adopt := func(p *Procs) (int, <-chan syscall.WaitStatus, error) {
+		exited := make(chan syscall.WaitStatus, 1)
+		pid, err := p.Adopt(func(st syscall.WaitStatus) { exited <- st })
+		return pid, exited, err
+	}
+	wait := func(t *testing.T, exited <-chan syscall.WaitStatus) syscall.WaitStatus {
+		t.Helper()
+		select {
+		case st := <-exited:
+			return st
+		case <-time.After(10 * time.Second):
+			t.Fatal("the adopted worker's exit was not reported")
+			return 0
+		}
+	}
+
+	t.Run("running", func(t *testing.T) {
+		pid := start("/bin/sleep", "30")
+		p := newProcs(pid)
+		defer p.Close()
+		got, exited, err := adopt(p)
+		if err != nil || got != pid {
+			t.Fatalf("Adopt() = %d, %v; want %d", got, err, pid)
+		}
+		if _, _, err := adopt(p); err == nil {
+			t.Error("a worker was adopted twice")
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if st := wait(t, exited); !st.Signaled() || st.Signal() != syscall.SIGKILL {
+			t.Errorf("status %v; want killed by SIGKILL", st)
+		}
+	})
+	t.Run("exited before", func(t *testing.T) {
+		pid := start("/bin/sh", "-c", "exit 7")
+		p := newProcs(pid)
+		defer p.Close()
+		// Let the reaper collect it before it is adopted.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		got, exited, err := adopt(p)
+		if err != nil || got != pid {
+			t.Fatalf("Adopt() = %d, %v; want %d", got, err, pid)
+		}
+		if st := wait(t, exited); st.ExitStatus() != 7 {
+			t.Errorf("status %v; want exit 7", st)
+		}
+	})
+	t.Run("not a child", func(t *testing.T) {
+		p := newProcs(os.Getppid())
+		defer p.Close()
+		if _, _, err := adopt(p); err == nil || !strings.Contains(err.Error(), "not a child") {
+			t.Errorf("Adopt() of the parent: %v; want it refused", err)
+		}
+	})
 }

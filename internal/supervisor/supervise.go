@@ -118,18 +118,16 @@ func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 		for _, f := range []*os.File{pipes.In, pipes.Ctl, pipes.Stdout, pipes.Stderr} {
 			f.Close()
 		}
-		go func() {
-			<-w.exited
-			mu.Lock()
-			delete(live, pid)
-			mu.Unlock()
-			_ = c.Send(Msg{Op: "exited", Pid: pid, Status: int(w.status)})
-		}()
+		go reportExit(c, w, &mu, live)
 		return err
 	}
 	// The first worker starts at once, unasked: its start-up overlaps
-	// with the host's.
-	if err := spawn(); err != nil {
+	// with the host's. A worker to adopt is the first.
+	first := spawn
+	if cfg.Adopt != nil {
+		first = func() error { return adopt(c, p, &mu, live) }
+	}
+	if err := first(); err != nil {
 		return nil
 	}
 	tr := p.Files()
@@ -181,4 +179,32 @@ func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 			return nil // the host went away
 		}
 	}
+}
+
+// reportExit tells the host once the worker w has exited.
+func reportExit(c *Conn, w *worker, mu *sync.Mutex, live map[int]*worker) {
+	<-w.exited
+	mu.Lock()
+	delete(live, w.pid)
+	mu.Unlock()
+	_ = c.Send(Msg{Op: "exited", Pid: w.pid, Status: int(w.status)})
+}
+
+// adopt takes the worker cfg.Adopt names for the session's first. The
+// host has its pipes already (see Config.Adopt).
+func adopt(c *Conn, p *Procs, mu *sync.Mutex, live map[int]*worker) error {
+	w := &worker{exited: make(chan struct{})}
+	pid, err := p.Adopt(func(st syscall.WaitStatus) {
+		w.status = st
+		close(w.exited)
+	})
+	if err != nil {
+		return c.Send(Msg{Op: "error", Error: err.Error()})
+	}
+	w.pid = pid
+	mu.Lock()
+	live[pid] = w
+	mu.Unlock()
+	go reportExit(c, w, mu, live)
+	return nil
 }

@@ -366,9 +366,11 @@ func templateOwned(all map[int]proc, pid int) bool {
 }
 
 // sessionInits lists the host pids of the sessions this process has open:
-// a cold jail's init or a sandbox server's supervisor, or the pid 1 of a
-// session forked from a template (named codemode-forked). Templates are
-// not sessions.
+// a cold jail's init, a supervisor (a sandbox server's, or the pid 1 of a
+// session forked from a template once it is set up: the host program
+// under the supervisor's argv[0]), or the pid 1 of a forked session still
+// being set up (named codemode-forked, as the first worker it forks is).
+// Templates are not sessions.
 func sessionInits() []int {
 	all := procs()
 	var out []int
@@ -376,7 +378,8 @@ func sessionInits() []int {
 		if p.argv0 != "codemode-jail-init" && p.argv0 != "codemode-supervisor" && p.comm != "codemode-forked" {
 			continue
 		}
-		if p.comm == "codemode-forked" && all[p.ppid].comm == "codemode-forked" {
+		if parent := all[p.ppid]; p.comm == "codemode-forked" &&
+			(parent.comm == "codemode-forked" || parent.argv0 == "codemode-supervisor") {
 			continue // a worker: its session's pid 1 is listed
 		}
 		if descends(all, pid) && !templateOwned(all, pid) {
@@ -393,8 +396,8 @@ func sandboxProcesses() []string {
 	var out []string
 	for _, pid := range sessionInits() {
 		name := all[pid].argv0
-		if all[pid].comm == "codemode-forked" {
-			name = "forked session"
+		if all[pid].comm == "codemode-forked" || all[all[pid].ppid].argv0 == "codemode-jail-init" {
+			name = "forked session" // its parent is its template's jail init
 		}
 		out = append(out, fmt.Sprintf("%d (%s)", pid, name))
 	}
