@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/evidence"
+)
+
+const evidenceUsage = `Usage: codemode evidence [--shapes a,b] [--conditions direct,code,hybrid] [--json FILE] [--md FILE]
+
+Measures what Code Mode saves against direct tool calling: runs each task
+shape (lookup, chain, fanout, reduce, filter, paginate, judge, github)
+under each condition (direct: the tools on a plain ADK agent; code: the
+tools behind execute_code in the local jail; hybrid: both), with a
+scripted model that does what an ideal model would, checks every answer,
+and prints a Markdown table of round trips, request bytes, bytes of tool
+results in the context, tool calls and wall time. The figures are the
+mechanics' best case, not a model's accuracy; sizes are bytes of JSON,
+not tokens (docs/evidence.md).
+
+The github shape needs GitHub's REST description (npm package
+@octokit/openapi@23.0.2) under $CODEMODE_OCTOKIT_DIR or the user's cache
+directory; without it the shape is skipped with a message.
+
+Exit status: 0 when every answer was right; 1 when a run failed or an
+answer was wrong; 2 for a usage error.
+
+Flags:
+`
+
+// runEvidence implements "codemode evidence".
+func runEvidence(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("evidence", evidenceUsage, stderr)
+	shapes := fs.String("shapes", "", "comma-separated `shapes` to run (default: all)")
+	conds := fs.String("conditions", "", "comma-separated `conditions` to run: direct, code, hybrid (default: all)")
+	jsonPath := fs.String("json", "", "also write the report as JSON to `FILE`")
+	mdPath := fs.String("md", "", "also write the Markdown table to `FILE`")
+	github := fs.String("github-spec", "", "`path` of GitHub's REST description (default: the cache directory's install)")
+	if code, ok := parseFlags(fs, args, 0); !ok {
+		return code
+	}
+	opts := evidence.Options{GitHubSpec: *github, Log: stderr}
+	if *shapes != "" {
+		opts.Shapes = strings.Split(*shapes, ",")
+	}
+	if *conds != "" {
+		for _, c := range strings.Split(*conds, ",") {
+			switch cond := evidence.Condition(c); cond {
+			case evidence.Direct, evidence.Code, evidence.Hybrid:
+				opts.Conditions = append(opts.Conditions, cond)
+			default:
+				fmt.Fprintf(stderr, "codemode evidence: no condition %q: use direct, code or hybrid\n", c)
+				return 2
+			}
+		}
+	}
+	backend := &jail.Backend{}
+	defer func() { _ = backend.Close() }()
+	opts.Backend = backend
+	start := time.Now()
+	rep, err := evidence.Run(context.Background(), opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "codemode evidence: %v\n", err)
+		return 1
+	}
+	if err := rep.WriteMarkdown(stdout); err != nil {
+		fmt.Fprintf(stderr, "codemode evidence: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "%d runs, every answer checked, in %s\n", len(rep.Results), time.Since(start).Round(100*time.Millisecond))
+	for path, write := range map[string]func(io.Writer) error{*jsonPath: rep.WriteJSON, *mdPath: rep.WriteMarkdown} {
+		if path == "" {
+			continue
+		}
+		if err := writeFile(path, write); err != nil {
+			fmt.Fprintf(stderr, "codemode evidence: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
