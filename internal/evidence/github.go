@@ -99,7 +99,7 @@ func github(ctx context.Context, opts Options) (*fixture, error) {
 	args := map[string]any{"owner": ghOwner, "repo": ghRepo, "issue_number": ghIssue, "body": ghBody}
 	importLine := regexp.MustCompile(`(?m)^from (tools\.[\w.]+) import (\w+)$`)
 	return &fixture{
-		prompt: fmt.Sprintf("Comment %q on issue %d of %s/%s and answer with the new comment's id only.", ghBody, ghIssue, ghOwner, ghRepo),
+		prompt:   fmt.Sprintf("Comment %q on issue %d of %s/%s and answer with the new comment's id only.", ghBody, ghIssue, ghOwner, ghRepo),
 		toolsets: []tool.Toolset{gh}, answer: fmt.Sprint(ghCommentID), calls: calls, close: srv.Close,
 		direct0: func() Policy {
 			return steps(

@@ -199,11 +199,11 @@ func runOne(ctx context.Context, sh Shape, c Condition, opts Options, rec *recor
 	res := Result{
 		Shape: sh.Name, Title: sh.Title, Condition: c,
 		Answer: final, Want: fx.answer, Correct: strings.TrimSpace(final) == fx.answer,
-		RoundTrips:      len(llm.requestBytes),
+		RoundTrips:       len(llm.requestBytes),
 		RequestBytesEach: llm.requestBytes,
-		ToolResultBytes: llm.resultBytes,
-		ToolCalls:       int(fx.calls.Load()),
-		WallMS:          ms(wall - llm.elapsed),
+		ToolResultBytes:  llm.resultBytes,
+		ToolCalls:        int(fx.calls.Load()),
+		WallMS:           ms(wall - llm.elapsed),
 	}
 	for _, n := range llm.requestBytes {
 		res.RequestBytes += n
