@@ -62,12 +62,12 @@ type Options struct {
 // answer. A wrong answer is an error: the harness measures solved tasks
 // only. A shape that cannot run on this host is listed in Report.Skipped.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	if opts.Backend == nil {
-		return nil, fmt.Errorf("evidence: Options.Backend is nil: give the sandbox backend to run code in, such as &jail.Backend{}")
-	}
 	conds := opts.Conditions
 	if len(conds) == 0 {
 		conds = Conditions
+	}
+	if opts.Backend == nil && (slices.Contains(conds, Code) || slices.Contains(conds, Hybrid)) {
+		return nil, fmt.Errorf("evidence: Options.Backend is nil: give the sandbox backend to run code in, such as &jail.Backend{}")
 	}
 	var shapes []Shape
 	for _, sh := range Shapes() {
@@ -83,8 +83,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rec := spans()
 	// A first block starts the backend's template, which a long-lived
 	// agent pays once; it is not the cost of any shape.
-	if err := warmUp(ctx, opts, rec); err != nil {
-		return nil, fmt.Errorf("evidence: warming up the sandbox backend: %w", err)
+	if slices.Contains(conds, Code) || slices.Contains(conds, Hybrid) {
+		if _, err := runOne(ctx, Shapes()[0], Code, opts, rec); err != nil {
+			return nil, fmt.Errorf("evidence: warming up the sandbox backend: %w", err)
+		}
 	}
 	rep := &Report{}
 	for _, sh := range shapes {
@@ -113,11 +115,6 @@ func shapeNames() []string {
 		out = append(out, s.Name)
 	}
 	return out
-}
-
-func warmUp(ctx context.Context, opts Options, rec *recorder) error {
-	_, err := runOne(ctx, Shapes()[0], Code, opts, rec)
-	return err
 }
 
 // runOne runs one shape under one condition through a real ADK runner.
