@@ -364,6 +364,10 @@ type Environment struct {
 	// Network says what the code's network can reach, as the backend
 	// states it ("" leaves the block's <network> element out).
 	Network string
+	// Direct names the tools the model may also call directly, as function
+	// calls of their own; the block then says, in a <routing> element,
+	// when to call them directly and when from code. Empty leaves it out.
+	Direct []string
 }
 
 func (env Environment) packageLines() []string {
@@ -401,6 +405,7 @@ type blockKey struct {
 	budget    int
 	discovery bool
 	network   string
+	direct    string
 }
 
 // Block returns the <code-mode> block to append to the system instruction:
@@ -419,7 +424,7 @@ func (r *Registry) Block(env Environment, budget int) string {
 		budget = DefaultBudget
 	}
 	lines := env.packageLines()
-	key := blockKey{env: oneLine(env.PythonVersion) + "\x00" + strings.Join(lines, "\n"), budget: budget, discovery: env.Discovery, network: env.Network}
+	key := blockKey{env: oneLine(env.PythonVersion) + "\x00" + strings.Join(lines, "\n"), budget: budget, discovery: env.Discovery, network: env.Network, direct: strings.Join(env.Direct, "\x00")}
 	r.mu.Lock()
 	if b, ok := r.blocks[key]; ok {
 		r.mu.Unlock()
@@ -447,6 +452,9 @@ func (r *Registry) buildBlock(env Environment, pkgLines []string, budget int) st
 	}
 	if n := oneLine(env.Network); n != "" {
 		fixed = append(fixed, "  <network>"+n+"</network>")
+	}
+	if r := routing(env.Direct); r != "" {
+		fixed = append(fixed, "  <routing>"+r+"</routing>")
 	}
 	if len(pkgLines) > 0 {
 		fixed = append(fixed, element("installed-packages", strings.Join(pkgLines, "\n")))
@@ -555,4 +563,24 @@ func Description(cfg DescriptionConfig) string {
 		panic(err) // the template is embedded and tested
 	}
 	return strings.TrimSpace(buf.String())
+}
+
+// routing is the <routing> element's text for the tools the model may also
+// call directly, or "" for none: a single call, or a step whose result the
+// model must read before it decides, is cheaper as a direct call; chains,
+// fan-out, loops and reductions are cheaper in code, which calls the same
+// tools.
+func routing(direct []string) string {
+	var names []string
+	for _, n := range direct {
+		if n = oneLine(n); n != "" {
+			names = append(names, "`"+n+"`")
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "You may also call " + strings.Join(names, ", ") + " directly, as function calls of their own. " +
+		"Call a tool directly for a single call, or when you must read its result before deciding what to do next; " +
+		"use execute_code for chains of calls, many calls, loops and reducing large results, where the code imports the same tools."
 }

@@ -112,6 +112,9 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 	if err := checkToolNames(cfg.Tools, !cfg.DisableArtifactTools); err != nil {
 		return nil, err
 	}
+	if err := checkDirect(cfg); err != nil {
+		return nil, err
+	}
 	toolsets, err := namedToolsets(cfg)
 	if err != nil {
 		return nil, err

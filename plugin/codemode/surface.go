@@ -289,3 +289,33 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 	}
 	return s, nil
 }
+
+// directTools are the surface's tools that Config.Direct names, by the
+// name the agent declares them with, in the order Direct gives.
+func (s *surface) directTools(names []string) []*surfaceTool {
+	if len(names) == 0 {
+		return nil
+	}
+	byName := map[string]*surfaceTool{}
+	for _, st := range s.tools {
+		if _, builtin := st.tool.(*artifactTool); !builtin {
+			byName[st.name] = st
+		}
+	}
+	var out []*surfaceTool
+	for _, n := range names {
+		if st, ok := byName[n]; ok {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// direct are the names of the directTools, as the model calls them.
+func (s *surface) direct(names []string) []string {
+	var out []string
+	for _, st := range s.directTools(names) {
+		out = append(out, st.name)
+	}
+	return out
+}

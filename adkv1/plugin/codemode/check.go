@@ -108,3 +108,24 @@ func checkBackend(ctx context.Context, b transport.Backend) error {
 	}
 	return nil
 }
+
+// checkDirect refuses a name in Config.Direct that names no tool: one of
+// Tools, unless Toolsets are set (their tools are known only per
+// invocation, so a name there is looked for on each model request).
+func checkDirect(cfg Config) error {
+	known := map[string]bool{}
+	for _, t := range cfg.Tools {
+		if t != nil {
+			known[t.Name()] = true
+		}
+	}
+	for _, n := range cfg.Direct {
+		if n == "" {
+			return errors.New("codemode: Config.Direct has an empty name; list the names of tools the model may call directly")
+		}
+		if !known[n] && len(cfg.Toolsets) == 0 {
+			return fmt.Errorf("codemode: Config.Direct names %q, which is not one of Config.Tools; name a tool the code can call (its Name())", n)
+		}
+	}
+	return nil
+}

@@ -145,6 +145,14 @@ type Config struct {
 	// ("codemode.tool_call"): who, what, the outcome, the duration and
 	// the sizes, never the values.
 	AuditLog *slog.Logger
+	// Direct names tools of Tools, or of a toolset, that the model may also
+	// call directly, as ordinary function calls, besides from code: the
+	// hybrid setup. A single lookup, or a step whose result the model must
+	// read before it decides, is cheaper as a direct call; chains, fan-out,
+	// loops and reductions are cheaper in code. The block says so in a
+	// <routing> element. A direct call runs as ADK runs any tool call.
+	Direct []string
+
 	// Budgets bound what one block may spend (tool calls, in all and per
 	// tool, and bytes of tool results) and how many execute_code calls one
 	// invocation may make (100 by default).

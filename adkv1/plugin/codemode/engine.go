@@ -101,12 +101,16 @@ func (e *engine) prepare(ctx agent.CallbackContext, req *model.LLMRequest) error
 		}
 		env.Discovery = true // the tools package always has search and describe
 		env.Network = transport.NetworkOf(e.cfg.Backend)
+		env.Direct = s.direct(e.cfg.Direct)
 		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
 	}
 	if note := s.unavailableNote(); note != "" {
 		appendInstruction(req, note)
 	}
 	addTool(req, e.tool[index(art)])
+	for _, st := range s.directTools(e.cfg.Direct) {
+		addTool(req, st.tool)
+	}
 	return nil
 }
 
