@@ -12,7 +12,7 @@ import (
 	"github.com/adk-codemode/codemode/internal/evidence"
 )
 
-const evidenceUsage = `Usage: codemode evidence [--shapes a,b] [--conditions direct,code,hybrid] [--json FILE] [--md FILE]
+const evidenceUsage = `Usage: codemode evidence [--shapes a,b] [--conditions direct,code,hybrid] [--runs N] [--json FILE] [--md FILE]
 
 Measures what Code Mode saves against direct tool calling: runs each task
 shape (lookup, chain, fanout, reduce, filter, paginate, judge, github)
@@ -20,7 +20,8 @@ under each condition (direct: the tools on a plain ADK agent; code: the
 tools behind execute_code in the local jail; hybrid: both), with a
 scripted model that does what an ideal model would, checks every answer,
 and prints a Markdown table of round trips, request bytes, bytes of tool
-results in the context, tool calls and wall time. The figures are the
+results in the context, tool calls and wall time (the median of --runs
+runs). The figures are the
 mechanics' best case, not a model's accuracy; sizes are bytes of JSON,
 not tokens (docs/evidence.md).
 
@@ -41,11 +42,16 @@ func runEvidence(args []string, stdout, stderr io.Writer) int {
 	conds := fs.String("conditions", "", "comma-separated `conditions` to run: direct, code, hybrid (default: all)")
 	jsonPath := fs.String("json", "", "also write the report as JSON to `FILE`")
 	mdPath := fs.String("md", "", "also write the Markdown table to `FILE`")
+	runs := fs.Int("runs", 5, "run each shape under each condition `n` times; the times shown are the medians")
 	github := fs.String("github-spec", "", "`path` of GitHub's REST description (default: the cache directory's install)")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
-	opts := evidence.Options{GitHubSpec: *github, Log: stderr}
+	if *runs < 1 {
+		fmt.Fprintf(stderr, "codemode evidence: --runs must be at least 1, not %d\n", *runs)
+		return 2
+	}
+	opts := evidence.Options{GitHubSpec: *github, Runs: *runs, Log: stderr}
 	if *shapes != "" {
 		opts.Shapes = strings.Split(*shapes, ",")
 	}
@@ -73,7 +79,7 @@ func runEvidence(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "codemode evidence: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "%d runs, every answer checked, in %s\n", len(rep.Results), time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(stderr, "%d shapes and conditions, %d runs each, every answer checked, in %s\n", len(rep.Results), *runs, time.Since(start).Round(100*time.Millisecond))
 	for path, write := range map[string]func(io.Writer) error{*jsonPath: rep.WriteJSON, *mdPath: rep.WriteMarkdown} {
 		if path == "" {
 			continue

@@ -46,7 +46,7 @@ func result(t *testing.T, rep *Report, shape string, c Condition) Result {
 // real runners and the jail, and holds the measures to what each
 // trajectory must cost.
 func TestLookupAndFanOut(t *testing.T) {
-	rep, err := Run(t.Context(), Options{Shapes: []string{"lookup", "fanout"}, Backend: jailBackend(t)})
+	rep, err := Run(t.Context(), Options{Shapes: []string{"lookup", "fanout"}, Runs: 2, Backend: jailBackend(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +56,9 @@ func TestLookupAndFanOut(t *testing.T) {
 	for _, res := range rep.Results {
 		if !res.Correct || res.Answer != res.Want || res.Want == "" {
 			t.Errorf("%s/%s: answer %q, want %q (correct=%v)", res.Shape, res.Condition, res.Answer, res.Want, res.Correct)
+		}
+		if res.Runs != 2 {
+			t.Errorf("%s/%s: the median of %d runs, want 2", res.Shape, res.Condition, res.Runs)
 		}
 		if len(res.RequestBytesEach) != res.RoundTrips {
 			t.Errorf("%s/%s: %d request sizes for %d round trips", res.Shape, res.Condition, len(res.RequestBytesEach), res.RoundTrips)

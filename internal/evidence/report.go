@@ -30,6 +30,8 @@ type Result struct {
 	ToolResultBytes int `json:"tool_result_bytes"`
 	// ToolCalls counts the runs of the real tools.
 	ToolCalls int `json:"tool_calls"`
+	// Runs is how many runs the times are the median of.
+	Runs int `json:"runs"`
 	// WallMS is the run's wall time without the scripted model's own;
 	// SandboxStartMS the sandbox starts in it, BlocksMS the blocks without
 	// their starts (tool calls from code included), ToolsMS the tool

@@ -54,7 +54,11 @@ type Options struct {
 	// GitHubSpec is the path of GitHub's REST description; empty means
 	// GitHubSpecPath(). When it is missing the shape is skipped.
 	GitHubSpec string
-	// Log, if set, gets a line per run as it ends.
+	// Runs is how many times each shape runs under each condition; the
+	// times reported are the medians. The sizes and counts must be the
+	// same on every run. Zero means 1.
+	Runs int
+	// Log, if set, gets a line per shape and condition as it ends.
 	Log io.Writer
 }
 
@@ -91,7 +95,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rep := &Report{}
 	for _, sh := range shapes {
 		for _, c := range conds {
-			res, err := runOne(ctx, sh, c, opts, rec)
+			res, err := runMany(ctx, sh, c, opts, rec)
 			if s, ok := errSkip(err); ok {
 				rep.Skipped = append(rep.Skipped, Skip{Shape: sh.Name, Reason: s.Reason})
 				break
@@ -107,6 +111,48 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// runMany runs a shape under a condition opts.Runs times: the sizes and
+// counts of the first run, which every run must repeat, and the median
+// times.
+func runMany(ctx context.Context, sh Shape, c Condition, opts Options, rec *recorder) (Result, error) {
+	n := max(opts.Runs, 1)
+	var all []Result
+	for i := range n {
+		res, err := runOne(ctx, sh, c, opts, rec)
+		if err != nil {
+			return res, err
+		}
+		if i > 0 && !sameMeasures(all[0], res) {
+			return res, fmt.Errorf("run %d measured %d round trips, %d request bytes, %d bytes of results and %d tool calls; run 1 %d, %d, %d and %d: the harness is not deterministic",
+				i+1, res.RoundTrips, res.RequestBytes, res.ToolResultBytes, res.ToolCalls, all[0].RoundTrips, all[0].RequestBytes, all[0].ToolResultBytes, all[0].ToolCalls)
+		}
+		all = append(all, res)
+	}
+	out := all[0]
+	out.Runs = n
+	median := func(f func(Result) float64) float64 {
+		v := make([]float64, n)
+		for i, r := range all {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		if n%2 == 1 {
+			return v[n/2]
+		}
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	out.WallMS = median(func(r Result) float64 { return r.WallMS })
+	out.SandboxStartMS = median(func(r Result) float64 { return r.SandboxStartMS })
+	out.BlocksMS = median(func(r Result) float64 { return r.BlocksMS })
+	out.ToolsMS = median(func(r Result) float64 { return r.ToolsMS })
+	return out, nil
+}
+
+func sameMeasures(a, b Result) bool {
+	return a.RoundTrips == b.RoundTrips && a.RequestBytes == b.RequestBytes && a.ToolResultBytes == b.ToolResultBytes &&
+		a.ToolCalls == b.ToolCalls && a.Answer == b.Answer
 }
 
 func shapeNames() []string {
@@ -151,7 +197,7 @@ func runOne(ctx context.Context, sh Shape, c Condition, opts Options, rec *recor
 			DisableToolResultArtifacts: true,
 		}
 		if c == Hybrid {
-			hybridTools(&acfg, &ccfg, fx)
+			hybridTools(&ccfg, fx)
 		}
 		p, err := codemode.New(ccfg)
 		if err != nil {
