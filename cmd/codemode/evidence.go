@@ -8,11 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/genai"
+
+	"google.golang.org/adk/v2/model/gemini"
+
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/internal/evidence"
 )
 
 const evidenceUsage = `Usage: codemode evidence [--shapes a,b] [--conditions direct,code,hybrid] [--runs N] [--json FILE] [--md FILE]
+       codemode evidence --live [--model NAME] [...]
 
 Measures what Code Mode saves against direct tool calling: runs each task
 shape (lookup, chain, fanout, reduce, filter, paginate, judge, github)
@@ -24,6 +29,11 @@ results in the context, tool calls and wall time (the median of --runs
 runs). The figures are the
 mechanics' best case, not a model's accuracy; sizes are bytes of JSON,
 not tokens (docs/evidence.md).
+
+With --live and GOOGLE_API_KEY set, a Gemini model (--model) replaces the
+scripted one: its answers are scored against the checked ones (the table's
+correct column counts them) and every figure is the median of the runs.
+Without GOOGLE_API_KEY the live mode is skipped with a message.
 
 The github shape needs GitHub's REST description (npm package
 @octokit/openapi@23.0.2) under $CODEMODE_OCTOKIT_DIR or the user's cache
@@ -44,6 +54,8 @@ func runEvidence(args []string, stdout, stderr io.Writer) int {
 	mdPath := fs.String("md", "", "also write the Markdown table to `FILE`")
 	runs := fs.Int("runs", 5, "run each shape under each condition `n` times; the times shown are the medians")
 	github := fs.String("github-spec", "", "`path` of GitHub's REST description (default: the cache directory's install)")
+	live := fs.Bool("live", false, "run the shapes through a Gemini model instead of the scripted one (needs GOOGLE_API_KEY)")
+	modelName := fs.String("model", "gemini-2.5-flash", "the Gemini `model` of --live")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
@@ -66,6 +78,19 @@ func runEvidence(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if *live {
+		key := os.Getenv("GOOGLE_API_KEY")
+		if key == "" {
+			fmt.Fprintln(stderr, "codemode evidence: GOOGLE_API_KEY is not set: the live mode is skipped (set it to run the shapes through Gemini)")
+			return 0
+		}
+		m, err := gemini.NewModel(context.Background(), *modelName, &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI})
+		if err != nil {
+			fmt.Fprintf(stderr, "codemode evidence: the Gemini model %q: %v\n", *modelName, err)
+			return 1
+		}
+		opts.Model = m
+	}
 	backend := &jail.Backend{}
 	defer func() { _ = backend.Close() }()
 	opts.Backend = backend
@@ -79,7 +104,11 @@ func runEvidence(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "codemode evidence: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "%d shapes and conditions, %d runs each, every answer checked, in %s\n", len(rep.Results), *runs, time.Since(start).Round(100*time.Millisecond))
+	checked := "every answer checked"
+	if *live {
+		checked = "answers scored"
+	}
+	fmt.Fprintf(stderr, "%d shapes and conditions, %d runs each, %s, in %s\n", len(rep.Results), *runs, checked, time.Since(start).Round(100*time.Millisecond))
 	for path, write := range map[string]func(io.Writer) error{*jsonPath: rep.WriteJSON, *mdPath: rep.WriteMarkdown} {
 		if path == "" {
 			continue

@@ -17,7 +17,7 @@ func TestEvidenceDirect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "| one lookup (1 call) | direct | ok | 2 |") {
+	if !strings.Contains(stdout.String(), "| one lookup (1 call) | direct | 1/1 | 2 |") {
 		t.Errorf("the table does not show the lookup's row:\n%s", stdout.String())
 	}
 	data, err := os.ReadFile(path)

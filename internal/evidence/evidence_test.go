@@ -201,3 +201,24 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestScored(t *testing.T) {
+	for _, c := range []struct {
+		final, want string
+		live, ok    bool
+	}{
+		{"gold", "gold", false, true},
+		{"Gold", "gold", false, false},
+		{"The customer is on the Gold tier.", "gold", true, true},
+		{"The customer is on the goldish tier.", "gold", true, false},
+		{"The total is 1,234,567 cents.", "1234567", true, true},
+		{"The total is 12345678 cents.", "1234567", true, false},
+		{"Routed: billing 4", "billing 4", true, true},
+		{"R-0a1b2c3d", "R-0a1b2c3d", true, true},
+		{"R-0a1b2c3d-2", "R-0a1b2c3d", true, false},
+	} {
+		if got := scored(c.final, c.want, c.live); got != c.ok {
+			t.Errorf("scored(%q, %q, live=%v) = %v, want %v", c.final, c.want, c.live, got, c.ok)
+		}
+	}
+}

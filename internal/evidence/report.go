@@ -12,7 +12,8 @@ type Result struct {
 	Shape     string    `json:"shape"`
 	Title     string    `json:"title"`
 	Condition Condition `json:"condition"`
-	// Answer is the agent's final text; Want the answer computed in Go.
+	// Answer is the agent's final text (of the first run); Want the answer
+	// computed in Go; Correct whether every run gave it.
 	Answer  string `json:"answer"`
 	Want    string `json:"want"`
 	Correct bool   `json:"correct"`
@@ -30,8 +31,12 @@ type Result struct {
 	ToolResultBytes int `json:"tool_result_bytes"`
 	// ToolCalls counts the runs of the real tools.
 	ToolCalls int `json:"tool_calls"`
-	// Runs is how many runs the times are the median of.
-	Runs int `json:"runs"`
+	// Runs is how many runs the times are the median of; CorrectRuns how
+	// many of them gave the answer (with the scripted model, all); Failed
+	// says why the runs that did not end did not (a live model only).
+	Runs        int      `json:"runs"`
+	CorrectRuns int      `json:"correct_runs"`
+	Failed      []string `json:"failed,omitempty"`
 	// WallMS is the run's wall time without the scripted model's own;
 	// SandboxStartMS the sandbox starts in it, BlocksMS the blocks without
 	// their starts (tool calls from code included), ToolsMS the tool
@@ -50,6 +55,8 @@ type Skip struct {
 
 // Report is the outcome of a Run.
 type Report struct {
+	// Model is "scripted", or the live model's name.
+	Model   string   `json:"model"`
 	Results []Result `json:"results"`
 	Skipped []Skip   `json:"skipped,omitempty"`
 }
@@ -75,22 +82,38 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // and condition, with the skipped shapes after it.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("| shape | condition | answer | round trips | request bytes, total | largest request | tool-result bytes in context | tool calls | wall ms | sandbox start ms | blocks ms | tools ms |\n")
+	b.WriteString("| shape | condition | correct | round trips | request bytes, total | largest request | tool-result bytes in context | tool calls | wall ms | sandbox start ms | blocks ms | tools ms |\n")
 	b.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, res := range r.Results {
-		ok := "ok"
-		if !res.Correct {
-			ok = "WRONG"
-		}
+		ok := fmt.Sprintf("%d/%d", res.CorrectRuns, res.Runs)
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %d | %.1f | %.1f | %.1f | %.1f |\n",
 			res.Title, res.Condition, ok, res.RoundTrips, thousands(res.RequestBytes), thousands(res.LargestRequestBytes),
 			thousands(res.ToolResultBytes), res.ToolCalls, res.WallMS, res.SandboxStartMS, res.BlocksMS, res.ToolsMS)
+	}
+	b.WriteString("\n" + r.note() + "\n")
+	for _, res := range r.Results {
+		for _, f := range res.Failed {
+			fmt.Fprintf(&b, "\nFailed, %s under %s: %s\n", res.Shape, res.Condition, f)
+		}
 	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(&b, "\nSkipped %s: %s\n", s.Shape, s.Reason)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// note says what the table's figures are.
+func (r *Report) note() string {
+	runs := 1
+	if len(r.Results) > 0 {
+		runs = r.Results[0].Runs
+	}
+	sizes := "Sizes are bytes of JSON, not tokens. Times exclude the model's own time."
+	if r.Model == "scripted" || r.Model == "" {
+		return fmt.Sprintf("Scripted model: each condition's best trajectory or best program, so these are the mechanics' best case, not a model's accuracy. %s Times are medians of %d runs.", sizes, runs)
+	}
+	return fmt.Sprintf("Live model %s: answers scored against the checked ones; every figure is the median of the runs that ended, of %d. %s", r.Model, runs, sizes)
 }
 
 // thousands writes n with commas between groups of three digits.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -55,9 +56,18 @@ type Options struct {
 	// GitHubSpecPath(). When it is missing the shape is skipped.
 	GitHubSpec string
 	// Runs is how many times each shape runs under each condition; the
-	// times reported are the medians. The sizes and counts must be the
-	// same on every run. Zero means 1.
+	// times reported are the medians. With the scripted model the sizes
+	// and counts must be the same on every run; with a live Model they are
+	// medians too. Zero means 1.
 	Runs int
+	// Model, if set, is a live model that replaces the scripted policies:
+	// its answers are scored against the checked ones (a wrong answer is
+	// counted, not an error) and measured the same way.
+	Model model.LLM
+	// MaxRoundTrips ends a run that has called the model this many times
+	// without an answer; with a live Model the run counts as failed. Zero
+	// means 40.
+	MaxRoundTrips int
 	// Log, if set, gets a line per shape and condition as it ends.
 	Log io.Writer
 }
@@ -88,11 +98,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// A first block starts the backend's template, which a long-lived
 	// agent pays once; it is not the cost of any shape.
 	if slices.Contains(conds, Code) || slices.Contains(conds, Hybrid) {
-		if _, err := runOne(ctx, Shapes()[0], Code, opts, rec); err != nil {
+		warm := opts
+		warm.Model = nil
+		if _, err := runOne(ctx, Shapes()[0], Code, warm, rec); err != nil {
 			return nil, fmt.Errorf("evidence: warming up the sandbox backend: %w", err)
 		}
 	}
-	rep := &Report{}
+	rep := &Report{Model: "scripted"}
+	if opts.Model != nil {
+		rep.Model = opts.Model.Name()
+	}
 	for _, sh := range shapes {
 		for _, c := range conds {
 			res, err := runMany(ctx, sh, c, opts, rec)
@@ -113,41 +128,73 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// runMany runs a shape under a condition opts.Runs times: the sizes and
-// counts of the first run, which every run must repeat, and the median
-// times.
+// runMany runs a shape under a condition opts.Runs times. With the
+// scripted model every run must measure the same sizes and counts, and
+// the times are the medians; with a live one every measure is the
+// median, over the runs that ended, and the answers are counted.
 func runMany(ctx context.Context, sh Shape, c Condition, opts Options, rec *recorder) (Result, error) {
 	n := max(opts.Runs, 1)
 	var all []Result
+	var failed []string
 	for i := range n {
 		res, err := runOne(ctx, sh, c, opts, rec)
-		if err != nil {
+		if _, skip := errSkip(err); skip || (err != nil && opts.Model == nil) {
 			return res, err
 		}
-		if i > 0 && !sameMeasures(all[0], res) {
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("run %d: %v", i+1, err))
+			continue
+		}
+		if opts.Model == nil && i > 0 && !sameMeasures(all[0], res) {
 			return res, fmt.Errorf("run %d measured %d round trips, %d request bytes, %d bytes of results and %d tool calls; run 1 %d, %d, %d and %d: the harness is not deterministic",
 				i+1, res.RoundTrips, res.RequestBytes, res.ToolResultBytes, res.ToolCalls, all[0].RoundTrips, all[0].RequestBytes, all[0].ToolResultBytes, all[0].ToolCalls)
 		}
 		all = append(all, res)
 	}
+	if len(all) == 0 {
+		return Result{Shape: sh.Name, Title: sh.Title, Condition: c, Runs: n, Failed: failed}, nil
+	}
 	out := all[0]
-	out.Runs = n
-	median := func(f func(Result) float64) float64 {
-		v := make([]float64, n)
+	out.Runs, out.Failed, out.CorrectRuns = n, failed, 0
+	for _, r := range all {
+		if r.Correct {
+			out.CorrectRuns++
+		}
+	}
+	out.Correct = out.CorrectRuns == n
+	mid := func(f func(Result) float64) float64 {
+		v := make([]float64, len(all))
 		for i, r := range all {
 			v[i] = f(r)
 		}
-		slices.Sort(v)
-		if n%2 == 1 {
-			return v[n/2]
-		}
-		return (v[n/2-1] + v[n/2]) / 2
+		return median(v)
 	}
-	out.WallMS = median(func(r Result) float64 { return r.WallMS })
-	out.SandboxStartMS = median(func(r Result) float64 { return r.SandboxStartMS })
-	out.BlocksMS = median(func(r Result) float64 { return r.BlocksMS })
-	out.ToolsMS = median(func(r Result) float64 { return r.ToolsMS })
+	out.WallMS = mid(func(r Result) float64 { return r.WallMS })
+	out.SandboxStartMS = mid(func(r Result) float64 { return r.SandboxStartMS })
+	out.BlocksMS = mid(func(r Result) float64 { return r.BlocksMS })
+	out.ToolsMS = mid(func(r Result) float64 { return r.ToolsMS })
+	if opts.Model != nil {
+		count := func(f func(Result) int) int {
+			return int(mid(func(r Result) float64 { return float64(f(r)) }) + 0.5)
+		}
+		out.RoundTrips = count(func(r Result) int { return r.RoundTrips })
+		out.RequestBytes = count(func(r Result) int { return r.RequestBytes })
+		out.LargestRequestBytes = count(func(r Result) int { return r.LargestRequestBytes })
+		out.ToolResultBytes = count(func(r Result) int { return r.ToolResultBytes })
+		out.ToolCalls = count(func(r Result) int { return r.ToolCalls })
+		out.RequestBytesEach = nil
+	}
 	return out, nil
+}
+
+// median is the middle of v, or the mean of its two middle values.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 func sameMeasures(a, b Result) bool {
@@ -176,7 +223,14 @@ func runOne(ctx context.Context, sh Shape, c Condition, opts Options, rec *recor
 	if c == Direct || (c == Hybrid && sh.Hybrid == Direct) {
 		pol = fx.direct0()
 	}
-	llm := &scripted{policy: pol}
+	var inner model.LLM = &scripted{policy: pol}
+	if opts.Model != nil {
+		inner = opts.Model
+	}
+	llm := &measured{inner: inner, limit: opts.MaxRoundTrips}
+	if llm.limit <= 0 {
+		llm.limit = 40
+	}
 	acfg := llmagent.Config{
 		Name:        "evidence_agent",
 		Model:       llm,
@@ -241,7 +295,7 @@ func runOne(ctx context.Context, sh Shape, c Condition, opts Options, rec *recor
 	}
 	res := Result{
 		Shape: sh.Name, Title: sh.Title, Condition: c,
-		Answer: final, Want: fx.answer, Correct: strings.TrimSpace(final) == fx.answer,
+		Answer: final, Want: fx.answer, Correct: scored(final, fx.answer, opts.Model != nil),
 		RoundTrips:       len(llm.requestBytes),
 		RequestBytesEach: llm.requestBytes,
 		ToolResultBytes:  llm.resultBytes,
@@ -253,18 +307,39 @@ func runOne(ctx context.Context, sh Shape, c Condition, opts Options, rec *recor
 		res.LargestRequestBytes = max(res.LargestRequestBytes, n)
 	}
 	rec.split(&res)
-	if !res.Correct {
+	if !res.Correct && opts.Model == nil {
 		return res, fmt.Errorf("the answer is %q, want %q", final, fx.answer)
 	}
 	return res, nil
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// scored reports whether the final text gives the answer: the scripted
+// model's must be the answer exactly; a live model's must contain it as
+// a word of its own, ignoring case and thousands separators.
+func scored(final, want string, live bool) bool {
+	final = strings.TrimSpace(final)
+	if !live {
+		return final == want
+	}
+	norm := func(s string) string {
+		// Matches do not overlap: "1,234,567" takes two passes.
+		for t := ""; t != s; {
+			t, s = s, digitGroups.ReplaceAllString(s, "$1$2")
+		}
+		return strings.ToLower(s)
+	}
+	re, err := regexp.Compile(`(^|[^\pL\pN-])` + regexp.QuoteMeta(norm(want)) + `($|[^\pL\pN-])`)
+	return err == nil && re.MatchString(norm(final))
+}
 
-// scripted is a model.LLM that follows a policy and measures what it is
-// sent.
-type scripted struct {
-	policy Policy
+// digitGroups matches a comma or a thin or plain space between digits.
+var digitGroups = regexp.MustCompile(`(\d)[,\x{202F} ](\d{3})`)
+
+// measured is a model.LLM that measures what another is sent, and the
+// time it takes.
+type measured struct {
+	inner model.LLM
+	limit int
 	// requestBytes is the size of each request: system instruction,
 	// tools and contents, as JSON of the genai types.
 	requestBytes []int
@@ -275,15 +350,71 @@ type scripted struct {
 	err         error
 }
 
+func (m *measured) Name() string { return m.inner.Name() }
+
+func (m *measured) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		if err := m.measure(req); err != nil {
+			m.err = err
+			yield(nil, err)
+			return
+		}
+		// The model's time is the time spent in its iterator, less the
+		// time the caller takes with each response.
+		start := time.Now()
+		for resp, err := range m.inner.GenerateContent(ctx, req, stream) {
+			m.elapsed += time.Since(start)
+			more := yield(resp, err)
+			start = time.Now()
+			if !more {
+				return
+			}
+		}
+		m.elapsed += time.Since(start)
+	}
+}
+
+func (m *measured) measure(req *model.LLMRequest) error {
+	if len(m.requestBytes) >= m.limit {
+		return fmt.Errorf("the model was called %d times without giving an answer", m.limit)
+	}
+	n, err := requestSize(req)
+	if err != nil {
+		return err
+	}
+	m.requestBytes = append(m.requestBytes, n)
+	m.resultBytes = 0
+	for _, c := range req.Contents {
+		if c == nil {
+			continue
+		}
+		for _, p := range c.Parts {
+			if p.FunctionResponse == nil {
+				continue
+			}
+			b, err := json.Marshal(p.FunctionResponse.Response)
+			if err != nil {
+				return err
+			}
+			m.resultBytes += len(b)
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// scripted is a model.LLM that follows a policy.
+type scripted struct {
+	policy Policy
+}
+
 func (*scripted) Name() string { return "scripted" }
 
 func (m *scripted) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
 	return func(yield func(*model.LLMResponse, error) bool) {
-		start := time.Now()
-		turn, err := m.reply(req)
-		m.elapsed += time.Since(start)
+		turn, err := m.policy(observe(req))
 		if err != nil {
-			m.err = err
 			yield(nil, err)
 			return
 		}
@@ -298,14 +429,10 @@ func (m *scripted) GenerateContent(_ context.Context, req *model.LLMRequest, _ b
 	}
 }
 
-func (m *scripted) reply(req *model.LLMRequest) (Turn, error) {
-	n, err := requestSize(req)
-	if err != nil {
-		return Turn{}, err
-	}
-	m.requestBytes = append(m.requestBytes, n)
-	obs := Observation{}
-	m.resultBytes = 0
+// observe is what the scripted model reads of a request: the replies it
+// has made since the user's message, and the last turn's responses.
+func observe(req *model.LLMRequest) Observation {
+	var obs Observation
 	for _, c := range req.Contents {
 		if c == nil {
 			continue
@@ -318,18 +445,12 @@ func (m *scripted) reply(req *model.LLMRequest) (Turn, error) {
 			obs.Step = 0
 		}
 		for _, p := range c.Parts {
-			if p.FunctionResponse == nil {
-				continue
+			if p.FunctionResponse != nil {
+				obs.Responses = append(obs.Responses, p.FunctionResponse)
 			}
-			obs.Responses = append(obs.Responses, p.FunctionResponse)
-			b, err := json.Marshal(p.FunctionResponse.Response)
-			if err != nil {
-				return Turn{}, err
-			}
-			m.resultBytes += len(b)
 		}
 	}
-	return m.policy(obs)
+	return obs
 }
 
 // requestSize is the size of what a request sends the model: the system
