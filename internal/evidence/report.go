@@ -109,7 +109,7 @@ func (r *Report) note() string {
 	if len(r.Results) > 0 {
 		runs = r.Results[0].Runs
 	}
-	sizes := "Sizes are bytes of JSON, not tokens. Times exclude the model's own time."
+	sizes := "Sizes are bytes of JSON, not tokens. Times exclude the model's and the harness's measuring of its requests."
 	if r.Model == "scripted" || r.Model == "" {
 		return fmt.Sprintf("Scripted model: each condition's best trajectory or best program, so these are the mechanics' best case, not a model's accuracy. %s Times are medians of %d runs.", sizes, runs)
 	}

@@ -354,14 +354,15 @@ func (m *measured) Name() string { return m.inner.Name() }
 
 func (m *measured) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
 	return func(yield func(*model.LLMResponse, error) bool) {
+		// The model's time is the time spent measuring the request and in
+		// the model's iterator, less the time the caller takes with each
+		// response.
+		start := time.Now()
 		if err := m.measure(req); err != nil {
 			m.err = err
 			yield(nil, err)
 			return
 		}
-		// The model's time is the time spent in its iterator, less the
-		// time the caller takes with each response.
-		start := time.Now()
 		for resp, err := range m.inner.GenerateContent(ctx, req, stream) {
 			m.elapsed += time.Since(start)
 			more := yield(resp, err)
