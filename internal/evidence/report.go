@@ -109,9 +109,13 @@ func (r *Report) note() string {
 	if len(r.Results) > 0 {
 		runs = r.Results[0].Runs
 	}
-	sizes := "Sizes are bytes of JSON, not tokens. Times exclude the model's and the harness's measuring of its requests."
+	sizes := "Sizes are bytes of JSON, not tokens. Times exclude the model's time and the harness's own (sizing the requests)."
 	if r.Model == "scripted" || r.Model == "" {
-		return fmt.Sprintf("Scripted model: each condition's best trajectory or best program, so these are the mechanics' best case, not a model's accuracy. %s Times are medians of %d runs.", sizes, runs)
+		of := "Times are from one run."
+		if runs > 1 {
+			of = fmt.Sprintf("Times are medians of %d runs.", runs)
+		}
+		return fmt.Sprintf("Scripted model: each condition's best trajectory or best program, so these are the mechanics' best case, not a model's accuracy. %s %s", sizes, of)
 	}
 	return fmt.Sprintf("Live model %s: answers scored against the checked ones; every figure is the median of the runs that ended, of %d. %s", r.Model, runs, sizes)
 }
