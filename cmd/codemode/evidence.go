@@ -108,7 +108,7 @@ func runEvidence(args []string, stdout, stderr io.Writer) int {
 	if *live {
 		checked = "answers scored"
 	}
-	fmt.Fprintf(stderr, "%d shapes and conditions, %d runs each, %s, in %s\n", len(rep.Results), *runs, checked, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(stderr, "%d shapes and conditions, runs of each: %d, %s, in %s\n", len(rep.Results), *runs, checked, time.Since(start).Round(100*time.Millisecond))
 	for path, write := range map[string]func(io.Writer) error{*jsonPath: rep.WriteJSON, *mdPath: rep.WriteMarkdown} {
 		if path == "" {
 			continue

@@ -156,6 +156,27 @@ func TestPolicyFailureFails(t *testing.T) {
 	}
 }
 
+// TestFailingBlockFails: a scripted program that raises fails the run
+// with what the block wrote to stderr.
+func TestFailingBlockFails(t *testing.T) {
+	backend := jailBackend(t)
+	sh := Shapes()[0]
+	setup := sh.setup
+	sh.setup = func(ctx context.Context, opts Options) (*fixture, error) {
+		fx, err := setup(ctx, opts)
+		if err == nil {
+			fx.code = func() Policy {
+				return steps(func(Observation) (Turn, error) { return code("raise ValueError('no such tier')\n"), nil }, printed)
+			}
+		}
+		return fx, err
+	}
+	_, err := runOne(t.Context(), sh, Code, Options{Backend: backend}, spans())
+	if err == nil || !strings.Contains(err.Error(), "no such tier") {
+		t.Errorf("runOne with a program that raises: %v; want the block's error", err)
+	}
+}
+
 // TestGitHubSkippedWithoutDocument: without GitHub's description the
 // shape is skipped with a message saying how to install it.
 func TestGitHubSkippedWithoutDocument(t *testing.T) {

@@ -53,8 +53,9 @@ func stdout(obs Observation) (string, error) {
 		if e, ok := r.Response["error"]; ok {
 			return "", fmt.Errorf("execute_code failed: %v (stderr %q)", e, errText)
 		}
-		if strings.Contains(errText, "Traceback") || strings.Contains(errText, "Error") {
-			return "", fmt.Errorf("the block failed: stderr %q", errText)
+		// The scripted programs write nothing to stderr.
+		if errText != "" {
+			return "", fmt.Errorf("the block wrote to stderr: %q", errText)
 		}
 		return strings.TrimSpace(out), nil
 	}
