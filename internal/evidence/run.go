@@ -73,8 +73,9 @@ type Options struct {
 }
 
 // Run runs the shapes under the conditions opts selects and checks every
-// answer. A wrong answer is an error: the harness measures solved tasks
-// only. A shape that cannot run on this host is listed in Report.Skipped.
+// answer. With the scripted model a wrong answer is an error, since the
+// harness measures solved tasks only; with a live Model it is counted. A
+// shape that cannot run on this host is listed in Report.Skipped.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	conds := opts.Conditions
 	if len(conds) == 0 {
