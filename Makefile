@@ -13,7 +13,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # tested by make test and tidied by make tidy.
 MODULES ?= . adkv1
 
-.PHONY: demo demo-v1 test lint fmt vet bench fuzz golden tidy build soak image generate release
+.PHONY: demo demo-v1 test lint fmt vet bench evidence fuzz golden tidy build soak image generate release
 
 ## demo: run the demo agent (ADK Go v2; scripted model unless GOOGLE_API_KEY is set)
 demo:
@@ -70,6 +70,11 @@ bench:
 	$(GO) test -run '^$$' -bench GitHub -benchtime 10x -benchmem ./toolset/openapi/
 	$(GO) test -run '^$$' -bench 'SessionColdStart|SessionStartPooled' -benchtime 20x ./backend/docker
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./backend/docker
+
+## evidence: what Code Mode saves against direct tool calling: every task shape under direct tools, Code Mode and hybrid, answers checked; the table to stdout and evidence.json (docs/evidence.md)
+EVIDENCE_JSON ?= evidence.json
+evidence:
+	$(GO) run ./cmd/codemode evidence --json $(EVIDENCE_JSON)
 
 ## fuzz: every fuzz target of every module, each for FUZZTIME (internal/maketargets holds this list to the tree)
 fuzz:

@@ -14,6 +14,7 @@ Commands:
   stubs    generate the Python tools package from function declarations
   catalog  print the tool catalog or the whole <code-mode> block
   fidelity report which schema keywords the stubs keep, drop or lose
+  evidence measure what Code Mode saves against direct tool calling
 
 Run "codemode COMMAND --help" for the flags of a command.
 `
@@ -39,6 +40,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCatalog(rest, stdout, stderr)
 	case "fidelity":
 		return runFidelity(rest, stdout, stderr)
+	case "evidence":
+		return runEvidence(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
