@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 
+	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/internal/launch"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/wire"
@@ -45,15 +46,34 @@ type Backend struct {
 	// or to keep sessions from sharing the template's address-space
 	// layout and hash seed.
 	Cold bool
+	// Egress, if set, lets code reach the hosts the policy allows through
+	// the egress proxy (package egress), and nothing else: each session
+	// gets a proxy of its own on the host, which code in the jail reaches
+	// at 127.0.0.1:3128 on its own loopback (the jail still has no other
+	// network), and the variables http_proxy, https_proxy, HTTP_PROXY and
+	// HTTPS_PROXY name it. Nil means no egress: nothing listens on that
+	// port and the variables are unset.
+	Egress *egress.Policy
 
 	forked bool // fork even where the tests make starting cold the default
 }
 
 var _ transport.Backend = (*Backend)(nil)
 
-// DescribeNetwork says that code in the jail reaches no network
-// ([transport.NetworkDescriber]).
-func (b *Backend) DescribeNetwork() string { return transport.NoNetwork }
+// DescribeNetwork says that code in the jail reaches no network, or only
+// the hosts its egress policy allows ([transport.NetworkDescriber]).
+func (b *Backend) DescribeNetwork() string {
+	if b.Egress == nil {
+		return transport.NoNetwork
+	}
+	return egressNetwork
+}
+
+// egressNetwork is what [Backend.DescribeNetwork] says with an egress
+// policy.
+const egressNetwork = "No network except HTTP and HTTPS to the allowed hosts, through the proxy that " +
+	"http_proxy and https_proxy name (urllib and most libraries use it); a host not on the list is " +
+	"refused with HTTP 403."
 
 // Name identifies the backend and its interpreter, for example
 // "jail:/usr/bin/python3".
@@ -171,6 +191,11 @@ func (b *Backend) launcher(files map[string][]byte) (*starter, server.Config, er
 		return nil, server.Config{}, err
 	}
 	python := cfg.Python
+	if b.Egress != nil {
+		if _, err := egress.New(*b.Egress); err != nil {
+			return nil, server.Config{}, fmt.Errorf("jail: Backend.Egress: %w", err)
+		}
+	}
 	d := cfg.withDefaults()
 	scfg := server.Config{
 		Python:             python,
@@ -185,7 +210,15 @@ func (b *Backend) launcher(files map[string][]byte) (*starter, server.Config, er
 		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp", "CODEMODE_HIDE_SYSTEM_PACKAGES=1"},
 		MaxOutputBytes: b.MaxOutputBytes,
 	}
-	return &starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault)}, scfg, nil
+	if b.Egress != nil {
+		scfg.EgressFD = egressFD
+		scfg.EgressPort = server.DefaultEgressPort
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", server.DefaultEgressPort)
+		scfg.Env = append(scfg.Env,
+			"http_proxy="+proxy, "https_proxy="+proxy, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy,
+			"no_proxy=", "NO_PROXY=")
+	}
+	return &starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault), egress: b.Egress}, scfg, nil
 }
 
 // effectiveConfig is the backend's Config with files merged in and the
@@ -212,6 +245,7 @@ func (b *Backend) effectiveConfig(files map[string][]byte) (Config, error) {
 type starter struct {
 	config   Config
 	zygote   bool
+	egress   *egress.Policy // nil: no egress
 	cmd      *Cmd  // the jail Start started
 	fallback error // why Start started the jail cold although it was to fork it
 }
@@ -220,8 +254,18 @@ var _ launch.Starter = (*starter)(nil)
 
 // Start starts the jail. It outlives ctx, which only bounds the start.
 func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, error) {
+	var connector *os.File // the sandbox end of the egress connector
+	if s.egress != nil {
+		var err error
+		if connector, err = startEgress(*s.egress); err != nil {
+			return nil, err
+		}
+		// The jail holds its own copy once started; without one the
+		// host side ends.
+		defer connector.Close()
+	}
 	if s.zygote {
-		cmd, err := forkSession(s.config, c)
+		cmd, err := forkSession(s.config, c, connector)
 		if err == nil {
 			s.cmd = cmd
 			return jailProcess{cmd}, nil
@@ -234,13 +278,26 @@ func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, er
 		inProcess:  server.SupervisorStage,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 		Stderr:     c.Stderr,
-		ExtraFiles: []*os.File{c.Socket},
+		ExtraFiles: extraFiles(c.Socket, connector),
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.cmd = cmd
 	return jailProcess{cmd}, nil
+}
+
+// egressFD is the descriptor of the egress connector in the supervisor:
+// the one after its socket to the host (3).
+const egressFD = 4
+
+// extraFiles are a cold jail's descriptors 3, 4...: the supervisor's
+// socket, then the egress connector if there is one.
+func extraFiles(socket, connector *os.File) []*os.File {
+	if connector == nil {
+		return []*os.File{socket}
+	}
+	return []*os.File{socket, connector}
 }
 
 // jailProcess is a jail as the launch recipe sees it.
