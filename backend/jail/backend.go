@@ -246,8 +246,8 @@ type starter struct {
 	config   Config
 	zygote   bool
 	egress   *egress.Policy // nil: no egress
-	cmd      *Cmd  // the jail Start started
-	fallback error // why Start started the jail cold although it was to fork it
+	cmd      *Cmd           // the jail Start started
+	fallback error          // why Start started the jail cold although it was to fork it
 }
 
 var _ launch.Starter = (*starter)(nil)
