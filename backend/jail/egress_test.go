@@ -131,6 +131,20 @@ except OSError as e:
 				t.Fatalf("the worker's descriptors: %q %s", r.Stdout, r.Stderr)
 			}
 		})
+		t.Run("connector out of reach", func(t *testing.T) {
+			// The supervisor's descriptors, the connector among them,
+			// are not the code's to take.
+			r := execIn(t, s, `
+import os
+for p in ("/proc/1/fd/4", "/proc/1/fd/5"):
+    try:
+        os.open(p, os.O_RDWR); print(p, "OPENED")
+    except OSError as e:
+        print(p, type(e).__name__)`)
+			if strings.Contains(r.Stdout, "OPENED") || strings.Count(r.Stdout, "Error") != 2 {
+				t.Fatalf("the supervisor's descriptors: %q %s", r.Stdout, r.Stderr)
+			}
+		})
 		t.Run("connection bound", func(t *testing.T) {
 			// The supervisor relays 64 connections at once and closes
 			// the next at once; the first stay open.
