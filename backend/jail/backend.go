@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"strings"
 
 	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/internal/launch"
@@ -61,19 +62,29 @@ type Backend struct {
 var _ transport.Backend = (*Backend)(nil)
 
 // DescribeNetwork says that code in the jail reaches no network, or only
-// the hosts its egress policy allows ([transport.NetworkDescriber]).
+// the hosts its egress policy allows, which it names
+// ([transport.NetworkDescriber]).
 func (b *Backend) DescribeNetwork() string {
 	if b.Egress == nil {
 		return transport.NoNetwork
 	}
-	return egressNetwork
+	return describeEgress(b.Egress.Allow)
 }
 
-// egressNetwork is what [Backend.DescribeNetwork] says with an egress
-// policy.
-const egressNetwork = "No network except HTTP and HTTPS to the allowed hosts, through the proxy that " +
-	"http_proxy and https_proxy name (urllib and most libraries use it); a host not on the list is " +
-	"refused with HTTP 403."
+// describeEgress is the network sentence of a jail whose code may reach
+// the hosts allow lists, naming at most maxNamedHosts of them.
+func describeEgress(allow []string) string {
+	const maxNamedHosts = 20
+	hosts := strings.Join(allow[:min(len(allow), maxNamedHosts)], ", ")
+	if len(allow) > maxNamedHosts {
+		hosts += fmt.Sprintf(" and %d more", len(allow)-maxNamedHosts)
+	}
+	if hosts == "" {
+		hosts = "none"
+	}
+	return "HTTP and HTTPS to the allowed hosts only (" + hosts + "), through the proxy that http_proxy and " +
+		"https_proxy name, which urllib, http.client and most libraries use; any other host is refused with HTTP 403"
+}
 
 // Name identifies the backend and its interpreter, for example
 // "jail:/usr/bin/python3".

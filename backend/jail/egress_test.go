@@ -208,8 +208,9 @@ func TestEgressPolicyCheckedAtOpen(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Egress") {
 		t.Fatalf("Open with a bad policy: %v", err)
 	}
-	if got := be.DescribeNetwork(); got == transport.NoNetwork {
-		t.Fatalf("DescribeNetwork with a policy: %q", got)
+	be.Egress.Allow = []string{"api.test:443", "*.data.test:443"}
+	if got := be.DescribeNetwork(); !strings.Contains(got, "(api.test:443, *.data.test:443)") {
+		t.Fatalf("DescribeNetwork with a policy: %q; want it to name the hosts", got)
 	}
 	if got := (&Backend{}).DescribeNetwork(); got != transport.NoNetwork {
 		t.Fatalf("DescribeNetwork without a policy: %q", got)
