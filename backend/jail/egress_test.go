@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/transport"
@@ -215,4 +217,72 @@ func TestEgressPolicyCheckedAtOpen(t *testing.T) {
 	if got := (&Backend{}).DescribeNetwork(); got != transport.NoNetwork {
 		t.Fatalf("DescribeNetwork without a policy: %q", got)
 	}
+}
+
+// BenchmarkEgressDownload downloads 1 MiB from a loopback server with the
+// same interpreter, in the same loop: from a jailed session through the
+// egress proxy ("proxied": the loopback relay, the connector and the
+// host's proxy) and from the host directly ("direct"). Each iteration
+// runs one block that downloads it ten times, and one host process that
+// does the same; the metrics are the seconds per download of each and
+// their ratio.
+func BenchmarkEgressDownload(b *testing.B) {
+	body := make([]byte, 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) }))
+	defer srv.Close()
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	be := &Backend{Egress: &egress.Policy{
+		Allow:          []string{"api.test:" + port},
+		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Resolver:       testResolver{"api.test": {netip.MustParseAddr("127.0.0.1")}},
+		Logger:         slog.New(slog.DiscardHandler),
+	}}
+	defer be.Close()
+	py, err := be.Config.Interpreter()
+	if err != nil {
+		b.Skip(err)
+	}
+	s, err := be.Open(b.Context(), transport.SessionConfig{})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer s.Close()
+	loop := func(url string, proxied bool) string {
+		opener := "urllib.request.build_opener(urllib.request.ProxyHandler({}))"
+		if proxied {
+			opener = "urllib.request.build_opener()"
+		}
+		return `
+import time, urllib.request
+o = ` + opener + `
+t = time.perf_counter()
+for _ in range(10):
+    assert len(o.open("` + url + `", timeout=30).read()) == 1 << 20
+print(time.perf_counter() - t)
+`
+	}
+	seconds := func(out string) float64 {
+		v, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
+		if err != nil {
+			b.Fatalf("timing: %q", out)
+		}
+		return v
+	}
+	var proxied, direct float64
+	for b.Loop() {
+		r, err := s.Exec(b.Context(), transport.Block{Code: loop("http://api.test:"+port+"/", true), Timeout: time.Minute})
+		if err != nil || r.ExitCode != 0 {
+			b.Fatalf("proxied download: %v %+v", err, r)
+		}
+		proxied += seconds(r.Stdout)
+		out, err := exec.Command(py, "-c", loop("http://127.0.0.1:"+port+"/", false)).Output()
+		if err != nil {
+			b.Fatalf("direct download: %v", err)
+		}
+		direct += seconds(string(out))
+	}
+	n := float64(b.N * 10)
+	b.ReportMetric(proxied/n*1e3, "ms/proxied")
+	b.ReportMetric(direct/n*1e3, "ms/direct")
+	b.ReportMetric(proxied/direct, "ratio")
 }
