@@ -62,7 +62,7 @@ func serveEgress(proxy *egress.Proxy, conn *net.UnixConn) {
 		cancel()
 		wg.Wait()
 	}()
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	slots := make(chan struct{}, maxEgressClients)
 	buf := make([]byte, 16)
 	oob := make([]byte, unix.CmsgSpace(4)) // one descriptor; the kernel closes any more

@@ -4,6 +4,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -121,7 +122,7 @@ func TestEgressRelayBoundsConnections(t *testing.T) {
 	}
 	last := cs[MaxEgressConns]
 	last.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := last.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+	if n, err := last.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
 		t.Fatalf("connection %d past the bound: read %d, %v; want it closed", MaxEgressConns+1, n, err)
 	}
 	cs[0].SetReadDeadline(time.Now().Add(200 * time.Millisecond))
