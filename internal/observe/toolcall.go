@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,12 +28,17 @@ type ToolCallStart struct {
 	Thread      int // the calling thread's number within its block; 0 the main thread
 }
 
-// A ToolCall is one tool call from code.
+// A ToolCall is one tool call from code. Its methods may be called from
+// any goroutine, and do nothing once End has run: a call abandoned at its
+// timeout ends while the tool still runs.
 type ToolCall struct {
 	b     *Block
 	span  trace.Span
 	s     ToolCallStart
 	start time.Time
+
+	mu    sync.Mutex // guards the fields below
+	ended bool
 	wait  time.Duration // waited for approval
 	id    string
 	via   string // the callback that answered in the tool's place
@@ -70,6 +76,11 @@ func (c *ToolCall) SetCallID(id string) {
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
 	c.id = id
 	c.span.SetAttributes(attribute.String("gen_ai.tool.call.id", id))
 }
@@ -96,6 +107,8 @@ func (c *ToolCall) ApprovalAnswered(decision string, wait time.Duration) {
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.answr = decision
 	c.wait = wait
 	c.span.AddEvent("codemode.approval.answered", trace.WithAttributes(
@@ -107,7 +120,12 @@ func (c *ToolCall) ApprovalAnswered(decision string, wait time.Duration) {
 // AnsweredBy names the callback that answered in the tool's place (a
 // before-tool callback's result or error, an on-error callback's).
 func (c *ToolCall) AnsweredBy(callback string) {
-	if c != nil {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ended {
 		c.via = callback
 	}
 }
@@ -119,6 +137,12 @@ func (c *ToolCall) End(outcome, errType string, argsBytes, resultBytes int, err 
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
+	c.ended = true
 	d := time.Since(c.start)
 	attrs := []attribute.KeyValue{
 		attribute.String("codemode.tool.outcome", outcome),
