@@ -191,7 +191,9 @@ func checkScenario(t *testing.T, steps map[string]scenarioStep) {
 	check("execute1", func(s scenarioStep) bool {
 		return !s.IsError && strings.Contains(s.Text, "The sum of 2 and 40 is 42.") && strings.Contains(s.Text, "Echo: hi from python")
 	}, "the results of the upstream's get-sum and echo")
-	check("execute2", func(s scenarioStep) bool { return !s.IsError && strings.Contains(s.Text, "kept: The sum of 2 and 40 is 42.") }, "the variable of the first call")
+	check("execute2", func(s scenarioStep) bool {
+		return !s.IsError && strings.Contains(s.Text, "kept: The sum of 2 and 40 is 42.")
+	}, "the variable of the first call")
 	check("typed-error", func(s scenarioStep) bool { return !s.IsError && strings.HasPrefix(s.Text, "ToolError") }, "a ToolError for a bad argument")
 	if s := steps["cancel"]; s.Error == "" {
 		t.Errorf("step cancel: want the aborted call to throw, got %+v", s)
