@@ -47,6 +47,17 @@ await step("execute1", "execute", {
   code: "from tools.everything import get_sum, echo\ntotal = get_sum(a=2, b=40)\nprint(total)\nprint(echo(message='hi from python'))",
 });
 await step("execute2", "execute", { code: "print('kept:', total)" });
+// A warm session's no-op execute, timed over this transport.
+const times = [];
+for (let i = 0; i < 20; i++) {
+  const t0 = performance.now();
+  await client.callTool({ name: "execute", arguments: { code: "pass" } });
+  times.push(performance.now() - t0);
+}
+times.sort((a, b) => a - b);
+out({ step: "noop-ms", text: times[10].toFixed(2), isError: false });
+out({ step: "list-bytes", text: String(JSON.stringify(listed).length), isError: false });
+
 await step("typed-error", "execute", {
   code: "from tools.everything import get_sum\nfrom tools import ToolError\ntry:\n    get_sum(a='two', b=1)\nexcept ToolError as e:\n    print(type(e).__name__)",
 });
@@ -59,3 +70,14 @@ await step("after-cancel", "execute", { code: "print('total' in globals())" });
 out({ step: "cancel-ms", text: String(Date.now() - started), isError: false });
 
 await client.close();
+
+// The upstream's own tool list, for comparison, when its entry point is
+// given.
+if (process.env.EVERYTHING_MAIN) {
+  const { StdioClientTransport } = await sdk("client/stdio.js");
+  const direct = new Client({ name: "codemode-scenario-direct", version: "1.0.0" });
+  await direct.connect(new StdioClientTransport({ command: "node", args: [process.env.EVERYTHING_MAIN, "stdio"], stderr: "ignore" }));
+  const own = await direct.listTools();
+  out({ step: "upstream-list-bytes", text: String(JSON.stringify(own).length), isError: false });
+  await direct.close();
+}
