@@ -37,6 +37,8 @@ type bridge struct {
 	// pending is the call whose result the next request carries. Only
 	// GenerateContent touches it, and the flow calls it one at a time.
 	pending *call
+	// invocation learns the invocation's id from the first request.
+	invocation *invocation
 }
 
 var _ model.LLM = (*bridge)(nil)
@@ -45,6 +47,9 @@ func (b *bridge) Name() string { return "codemode-mcp-bridge" }
 
 func (b *bridge) GenerateContent(ctx context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
 	return func(yield func(*model.LLMResponse, error) bool) {
+		if ic, ok := ctx.(interface{ InvocationID() string }); ok {
+			b.invocation.setID(ic.InvocationID())
+		}
 		if b.pending != nil {
 			r := reply{response: lastResponse(req)}
 			if r.response == nil {

@@ -30,10 +30,10 @@
 // plugin does therefore applies unchanged: callbacks, typed errors, output
 // bounds, budgets, observability, the sandbox of the turn. Variables,
 // imports and files persist from one execute call to the next of the same
-// client session, until the session ends, idles out
-// ([Config.IdleTimeout]) or a call is cancelled: the client's cancellation
-// interrupts the running block, which ends the session's invocation and
-// with it its sandbox; the next call starts a fresh one and says so.
+// client session, until the session ends or idles out
+// ([Config.IdleTimeout]); the next call then starts a fresh sandbox and
+// says so. The client's cancellation of a call interrupts the running
+// block in place, as its timeout would: the session keeps its variables.
 // At most [Config.MaxSessions] sessions hold a sandbox at a time; past
 // that, the one idle longest is closed.
 //

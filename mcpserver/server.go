@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/session"
 
+	"github.com/adk-codemode/codemode/internal/hooklink"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 )
 
@@ -57,10 +59,14 @@ type Config struct {
 // Server is Code Mode as an MCP server. Close it to stop every sandbox
 // it started.
 type Server struct {
-	cfg      Config
-	mcp      *mcp.Server
-	plugin   *plugin.Plugin
-	sessions session.Service
+	cfg    Config
+	mcp    *mcp.Server
+	plugin *plugin.Plugin
+	// interrupt stops the block an invocation runs, keeping its
+	// variables; grace is how long the plugin gives it to stop.
+	interrupt hooklink.Interrupt
+	grace     time.Duration
+	sessions  session.Service
 
 	mu     sync.Mutex
 	byMCP  map[*mcp.ServerSession]*client
@@ -91,17 +97,19 @@ func New(cfg Config) (*Server, error) {
 		// still holds.
 		cm.IdleTimeout = cfg.IdleTimeout + time.Minute
 	}
-	p, err := codemode.New(cm)
+	p, interrupt, err := hooklink.NewInterruptible(cm)
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
 	s := &Server{
-		cfg:      cfg,
-		plugin:   p,
-		sessions: session.InMemoryService(),
-		byMCP:    map[*mcp.ServerSession]*client{},
-		stopGC:   make(chan struct{}),
-		gcDone:   make(chan struct{}),
+		cfg:       cfg,
+		plugin:    p,
+		interrupt: interrupt,
+		grace:     cmp.Or(max(cm.Grace, 0), codemode.DefaultGrace),
+		sessions:  session.InMemoryService(),
+		byMCP:     map[*mcp.ServerSession]*client{},
+		stopGC:    make(chan struct{}),
+		gcDone:    make(chan struct{}),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, nil)
 	s.addTools(cm)

@@ -47,7 +47,19 @@ func testTools(t *testing.T) []tool.Tool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []tool.Tool{add, refuse}
+	hold, err := functiontool.New(functiontool.Config{Name: "hold", Description: "Waits until the call is cancelled, or 30 seconds."},
+		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-time.After(30 * time.Second):
+				return map[string]any{"held": true}, nil
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []tool.Tool{add, refuse, hold}
 }
 
 // newTestServer returns a server with testTools on the unsandboxed
@@ -217,12 +229,35 @@ func TestExecuteCancel(t *testing.T) {
 	}
 	// The next call waits for the server to have ended the cancelled
 	// block: it must come back long before the sleep would have ended.
-	text, isErr := callTool(t, ctx, cs, ExecuteTool, map[string]any{"code": "print('y' in globals())"})
+	text, isErr := callTool(t, ctx, cs, ExecuteTool, map[string]any{"code": "print(y, 'slept' in globals())"})
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("the cancelled block was not interrupted: the next call came back after %s", d)
 	}
-	if isErr || !strings.HasPrefix(text, "False\n") || !strings.Contains(text, "fresh sandbox") {
-		t.Errorf("after a cancelled call: want a fresh sandbox, said so, got (error %v) %q", isErr, text)
+	// Interrupted in place, as at a timeout, the block leaves the
+	// session's variables.
+	if isErr || text != "7 False\n" {
+		t.Errorf("after a cancelled call: want the session's variables kept, got (error %v) %q", isErr, text)
+	}
+}
+
+// TestExecuteCancelInToolCall cancels a block while it waits for a tool
+// call on the host.
+func TestExecuteCancelInToolCall(t *testing.T) {
+	cs := connect(t, newTestServer(t, Config{}))
+	ctx := t.Context()
+	cctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: ExecuteTool, Arguments: map[string]any{"code": "from tools import hold\nq = 5\nhold()\nq = 6"}})
+	if err == nil {
+		t.Fatal("a cancelled execute returned no error")
+	}
+	text, isErr := callTool(t, ctx, cs, ExecuteTool, map[string]any{"code": "print(q)"})
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the cancelled tool call held the block: the next call came back after %s", d)
+	}
+	if isErr || text != "5\n" {
+		t.Errorf("after a cancelled tool call: want the variable set before it, got (error %v) %q", isErr, text)
 	}
 }
 

@@ -47,6 +47,21 @@ type invocation struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the invocation has ended
 	err    error         // why it ended, set before done closes
+
+	idMu sync.Mutex
+	id   string // the ADK invocation id, once the bridge has seen it
+}
+
+func (inv *invocation) setID(id string) {
+	inv.idMu.Lock()
+	inv.id = id
+	inv.idMu.Unlock()
+}
+
+func (inv *invocation) ID() string {
+	inv.idMu.Lock()
+	defer inv.idMu.Unlock()
+	return inv.id
 }
 
 // ended says the invocation is over.
@@ -96,14 +111,37 @@ func (s *client) run(ctx context.Context, code string) (map[string]any, error) {
 	case <-inv.done:
 		return nil, fmt.Errorf("the session's invocation ended while the code ran: %w", inv.err)
 	case <-ctx.Done():
-		// The execute_code call follows the block with the invocation's
-		// context: ending it interrupts the block, and the invocation
-		// ends with it.
-		inv.cancel()
-		<-inv.done
+		s.interrupt(inv, c, context.Cause(ctx))
 		return nil, context.Cause(ctx)
 	}
 }
+
+// interrupt stops the block of c, which the client cancelled, and waits
+// for it to end: interrupted in place, it keeps the session's variables,
+// and its result is dropped. A block that cannot be interrupted so (none
+// is running yet, or it does not end in time) ends with the invocation,
+// whose context the execute_code call follows, and the session's state
+// with it.
+func (s *client) interrupt(inv *invocation, c *call, cause error) {
+	if s.srv.interrupt(inv.ID(), fmt.Errorf("the MCP client cancelled the call: %w", cause)) {
+		// The plugin gives the code its grace to stop, then restarts the
+		// worker; allow for both.
+		wait := s.srv.grace + interruptSlack
+		select {
+		case <-c.reply:
+			return
+		case <-inv.done:
+			return
+		case <-time.After(wait):
+		}
+	}
+	inv.cancel()
+	<-inv.done
+}
+
+// interruptSlack is how much longer than its grace an interrupted block
+// may take to come back before its invocation is ended.
+const interruptSlack = 10 * time.Second
 
 // current returns the session's invocation, started if none runs; fresh
 // says an earlier one ended, and its state with it. Called with mu held.
@@ -143,7 +181,7 @@ func (s *client) start() (*invocation, error) {
 	a, err := llmagent.New(llmagent.Config{
 		Name:        "codemode_mcp",
 		Description: "Runs the code of an MCP client's execute calls.",
-		Model:       &bridge{calls: inv.calls, end: inv.end},
+		Model:       &bridge{calls: inv.calls, end: inv.end, invocation: inv},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: make the session's agent: %w", err)
