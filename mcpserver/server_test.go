@@ -16,9 +16,11 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/adk/v2/tool/mcptoolset"
 
 	"github.com/adk-codemode/codemode/backend/unsandboxed"
 	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/plugin/codemode"
 )
 
 type addArgs struct {
@@ -320,5 +322,49 @@ func TestDiscoveryCodeQuotes(t *testing.T) {
 	want := fmt.Sprintf("print(json.dumps(search(%s, 3)))", `"a\"b'c\\\n\u003c/x\u003e"`)
 	if !strings.Contains(code, want) {
 		t.Errorf("the query is not one Python string literal:\n%s", code)
+	}
+}
+
+type pingArgs struct {
+	Text string `json:"text"`
+}
+
+// TestDeadUpstream ends an upstream MCP server's session mid-session: the
+// next call to its tool raises ToolError in Python, and does not hang.
+func TestDeadUpstream(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	mcp.AddTool(up, &mcp.Tool{Name: "ping", Description: "Echo the text back."}, func(_ context.Context, _ *mcp.CallToolRequest, in pingArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong " + in.Text}}}, nil, nil
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	upSession, err := up.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := mcptoolset.New(mcptoolset.Config{Transport: ct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestServer(t, Config{CodeMode: codemode.Config{
+		Toolsets:   []tool.Toolset{ts},
+		Namespaces: []codemode.Namespace{{Toolset: ts, Name: "up"}},
+	}})
+	cs := connect(t, s)
+	ctx := t.Context()
+	text, isErr := callTool(t, ctx, cs, ExecuteTool, map[string]any{"code": "from tools.up import ping\nfrom tools import ToolError\nprint(ping(text='a'))"})
+	if isErr || !strings.Contains(text, "pong a") {
+		t.Fatalf("the upstream's tool: got (error %v) %q", isErr, text)
+	}
+	if err := upSession.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: ExecuteTool, Arguments: map[string]any{"code": "try:\n    ping(text='b')\n    print('no error')\nexcept ToolError as e:\n    print('ToolError')"}})
+	if err != nil {
+		t.Fatalf("a call to a dead upstream: %v", err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(got, "ToolError") {
+		t.Errorf("a call to a dead upstream: want ToolError, got %q", got)
 	}
 }
