@@ -259,7 +259,7 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *httpAddr != "" {
-		err = serveHTTP(ctx, srv, *httpAddr, stderr)
+		err = serveHTTP(ctx, srv, *httpAddr, *idle, stderr)
 	} else {
 		err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	}
@@ -296,13 +296,15 @@ func loopbackOnly(addr string) error {
 	return fmt.Errorf("--http %q is not a loopback address: the server has no authentication, and anyone who reaches it can run code with the upstreams' credentials; use 127.0.0.1, or add --http-public behind an authenticating proxy", addr)
 }
 
-// serveHTTP serves srv over streamable HTTP on addr until ctx ends.
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, stderr io.Writer) error {
+// serveHTTP serves srv over streamable HTTP on addr until ctx ends. An
+// HTTP session idle for idle is closed, so that clients that go away
+// without ending theirs leave nothing behind.
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, idle time.Duration, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, &mcp.StreamableHTTPOptions{SessionTimeout: idle})
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "codemode mcp: serving MCP on http://%s/\n", ln.Addr())
 	errc := make(chan error, 1)
