@@ -71,9 +71,11 @@ type Server struct {
 	mu     sync.Mutex
 	byMCP  map[*mcp.ServerSession]*client
 	nextID int
-	closed bool
-	stopGC chan struct{}
-	gcDone chan struct{}
+	// starting counts sessions admitted whose invocation is not set yet.
+	starting int
+	closed   bool
+	stopGC   chan struct{}
+	gcDone   chan struct{}
 }
 
 // New returns a server for cfg.
@@ -191,10 +193,12 @@ func (s *Server) watch(mss *mcp.ServerSession, ss *client) {
 }
 
 // admit makes room for one more session with a sandbox, for ss: past
-// MaxSessions, the sandbox of the session idle longest is closed.
+// MaxSessions, the sandbox of the session idle longest is closed. A
+// session admitted counts against the bound from then on; call started
+// once its invocation is set (or failed to start).
 func (s *Server) admit(ss *client) error {
 	s.mu.Lock()
-	live := 0
+	live := s.starting
 	var victim *client
 	for _, o := range s.byMCP {
 		if o == ss || !o.live() {
@@ -205,15 +209,23 @@ func (s *Server) admit(ss *client) error {
 			victim = o
 		}
 	}
-	s.mu.Unlock()
-	if live < s.cfg.MaxSessions {
-		return nil
-	}
-	if victim == nil {
+	if live >= s.cfg.MaxSessions && victim == nil {
+		s.mu.Unlock()
 		return fmt.Errorf("all %d sessions of this server are running code; try again when one ends (the server's session limit is MaxSessions, --max-sessions in the CLI)", s.cfg.MaxSessions)
 	}
-	victim.stop(stopWait, false)
+	s.starting++
+	s.mu.Unlock()
+	if live >= s.cfg.MaxSessions {
+		victim.stop(stopWait, false)
+	}
 	return nil
+}
+
+// started ends the admission of one session.
+func (s *Server) started() {
+	s.mu.Lock()
+	s.starting--
+	s.mu.Unlock()
 }
 
 // reap closes the sandboxes of sessions idle past IdleTimeout.

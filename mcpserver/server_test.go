@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -366,5 +367,42 @@ func TestDeadUpstream(t *testing.T) {
 	}
 	if got := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(got, "ToolError") {
 		t.Errorf("a call to a dead upstream: want ToolError, got %q", got)
+	}
+}
+
+// TestManySessionsAtOnce runs clients at once past MaxSessions: every call
+// comes back, with its output or the message that the server is full.
+func TestManySessionsAtOnce(t *testing.T) {
+	s := newTestServer(t, Config{MaxSessions: 2})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var clients []*mcp.ClientSession
+	for range 6 {
+		clients = append(clients, connect(t, s))
+	}
+	errs := make(chan string, 6*3)
+	var wg sync.WaitGroup
+	for i, cs := range clients {
+		wg.Go(func() {
+			for j := range 3 {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ExecuteTool, Arguments: map[string]any{"code": fmt.Sprintf("print(%d)", i*10+j)}})
+				if err != nil {
+					errs <- err.Error()
+					continue
+				}
+				text := res.Content[0].(*mcp.TextContent).Text
+				if want := fmt.Sprintf("%d\n", i*10+j); !strings.HasPrefix(text, want) && !strings.Contains(text, "running code; try again") {
+					errs <- fmt.Sprintf("client %d call %d: %q", i, j, text)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if n := s.liveSessions(); n > 2 {
+		t.Errorf("%d sessions hold a sandbox, want at most 2", n)
 	}
 }

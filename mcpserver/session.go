@@ -144,24 +144,38 @@ func (s *client) interrupt(inv *invocation, c *call, cause error) {
 const interruptSlack = 10 * time.Second
 
 // current returns the session's invocation, started if none runs; fresh
-// says an earlier one ended, and its state with it. Called with mu held.
+// says an earlier one ended, and its state with it. Called with mu held,
+// so that one call at a time starts one; invMu is not held while the
+// server makes room, which looks at other sessions.
 func (s *client) current() (inv *invocation, fresh bool, err error) {
 	s.invMu.Lock()
-	defer s.invMu.Unlock()
-	if s.closed {
+	closed, cur := s.closed, s.inv
+	s.invMu.Unlock()
+	switch {
+	case closed:
 		return nil, false, errClosedSession
-	}
-	if s.inv != nil && !s.inv.ended() {
-		return s.inv, false, nil
+	case cur != nil && !cur.ended():
+		return cur, false, nil
 	}
 	fresh = s.gen > 0
 	if err := s.srv.admit(s); err != nil {
 		return nil, false, err
 	}
-	if s.inv, err = s.start(); err != nil {
+	defer s.srv.started()
+	if inv, err = s.start(); err != nil {
 		return nil, false, err
 	}
-	return s.inv, fresh, nil
+	s.invMu.Lock()
+	if s.closed {
+		s.invMu.Unlock()
+		close(inv.end)
+		inv.cancel()
+		<-inv.done
+		return nil, false, errClosedSession
+	}
+	s.inv = inv
+	s.invMu.Unlock()
+	return inv, fresh, nil
 }
 
 // errClosedSession is a call to a session closed meanwhile.
