@@ -75,11 +75,11 @@ func (inv *invocation) ended() bool {
 }
 
 // msgFresh tells the client that the state of earlier calls is gone.
-const msgFresh = "Note: this session's earlier Python state (variables, imports, files) is gone: a call was cancelled or the session idled out, and this block ran in a fresh sandbox."
+const msgFresh = "Note: this session's earlier Python state (variables, imports, files) is gone: the session idled out, other sessions needed its sandbox, or a cancelled call could not be stopped in place; this block ran in a fresh sandbox."
 
 // run runs code in the session's invocation, starting one if none runs,
 // and returns the execute_code result. A ctx that ends meanwhile
-// interrupts the block and ends the invocation.
+// interrupts the block (see [client.interrupt]).
 func (s *client) run(ctx context.Context, code string) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,26 +118,44 @@ func (s *client) run(ctx context.Context, code string) (map[string]any, error) {
 
 // interrupt stops the block of c, which the client cancelled, and waits
 // for it to end: interrupted in place, it keeps the session's variables,
-// and its result is dropped. A block that cannot be interrupted so (none
-// is running yet, or it does not end in time) ends with the invocation,
-// whose context the execute_code call follows, and the session's state
-// with it.
+// and its result is dropped. A block that cannot be interrupted so (it
+// has not started within interruptStart, or does not end in time) ends
+// with the invocation, whose context the execute_code call follows, and
+// the session's state with it.
 func (s *client) interrupt(inv *invocation, c *call, cause error) {
-	if s.srv.interrupt(inv.ID(), fmt.Errorf("the MCP client cancelled the call: %w", cause)) {
-		// The plugin gives the code its grace to stop, then restarts the
-		// worker; allow for both.
-		wait := s.srv.grace + interruptSlack
+	cause = fmt.Errorf("the MCP client cancelled the call: %w", cause)
+	start := time.Now()
+	for !s.srv.interrupt(inv.ID(), cause) {
+		// The block may not have reached the sandbox yet.
+		if time.Since(start) > interruptStart {
+			inv.cancel()
+			<-inv.done
+			return
+		}
 		select {
 		case <-c.reply:
 			return
 		case <-inv.done:
 			return
-		case <-time.After(wait):
+		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	// The plugin gives the code its grace to stop, then restarts the
+	// worker; allow for both.
+	select {
+	case <-c.reply:
+		return
+	case <-inv.done:
+		return
+	case <-time.After(s.srv.grace + interruptSlack):
 	}
 	inv.cancel()
 	<-inv.done
 }
+
+// interruptStart is how long a cancelled block may take to start before
+// its invocation is ended instead.
+const interruptStart = 5 * time.Second
 
 // interruptSlack is how much longer than its grace an interrupted block
 // may take to come back before its invocation is ended.

@@ -255,7 +255,11 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	defer srv.Close()
+	defer func() {
+		if err := srv.Close(); err != nil {
+			fmt.Fprintf(stderr, "codemode mcp: close: %v\n", err)
+		}
+	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *httpAddr != "" {
@@ -285,7 +289,7 @@ func version() string {
 func loopbackOnly(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--http %q: %v (give HOST:PORT, for example 127.0.0.1:8765)", addr, err)
+		return fmt.Errorf("--http %q: %w (give HOST:PORT, for example 127.0.0.1:8765)", addr, err)
 	}
 	if host == "localhost" {
 		return nil
