@@ -37,6 +37,10 @@
 // At most [Config.MaxSessions] sessions hold a sandbox at a time; past
 // that, the one idle longest is closed.
 //
+// An execute call that asks for progress (its request has a progress
+// token) is told every [Config.ProgressInterval] how long its code has
+// run.
+//
 // Artifacts are off: the tool results and files of a block are not saved,
 // since no ADK artifact service is there to keep them.
 package mcpserver

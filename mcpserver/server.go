@@ -22,6 +22,8 @@ import (
 const (
 	DefaultMaxSessions = 16
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultProgressInterval is Config.ProgressInterval when it is zero.
+	DefaultProgressInterval = 5 * time.Second
 	// DefaultName is the server's name in the MCP handshake.
 	DefaultName = "codemode"
 )
@@ -51,6 +53,10 @@ type Config struct {
 	// code for this long; its next call starts a fresh one. Zero means
 	// 10m.
 	IdleTimeout time.Duration
+	// ProgressInterval is how often an execute call that asked for
+	// progress (its request has a progress token) is told how long its
+	// code has run. Zero means 5s.
+	ProgressInterval time.Duration
 	// Name and Version identify the server in the MCP handshake. Empty
 	// Name means "codemode".
 	Name, Version string
@@ -66,7 +72,9 @@ type Server struct {
 	// variables; grace is how long the plugin gives it to stop.
 	interrupt hooklink.Interrupt
 	grace     time.Duration
-	sessions  session.Service
+	// timeout bounds one block, or is zero.
+	timeout  time.Duration
+	sessions session.Service
 
 	mu     sync.Mutex
 	byMCP  map[*mcp.ServerSession]*client
@@ -88,6 +96,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
+	}
+	if cfg.ProgressInterval <= 0 {
+		cfg.ProgressInterval = DefaultProgressInterval
 	}
 	cm := cfg.CodeMode
 	cm.Budgets.BlocksPerTurn = -1

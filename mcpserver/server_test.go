@@ -243,6 +243,50 @@ func TestExecuteCancel(t *testing.T) {
 	}
 }
 
+func TestExecuteProgress(t *testing.T) {
+	s := newTestServer(t, Config{ProgressInterval: 100 * time.Millisecond})
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, req.Params)
+			mu.Unlock()
+		},
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := s.MCP().Connect(t.Context(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: ExecuteTool, Arguments: map[string]any{"code": "import time\ntime.sleep(0.6)\nprint('done')"}}
+	params.SetProgressToken("p1")
+	if _, err := cs.CallTool(t.Context(), params); err != nil {
+		t.Fatal(err)
+	}
+	// Without a token, no progress.
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ExecuteTool, Arguments: map[string]any{"code": "import time\ntime.sleep(0.3)"}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 3 {
+		t.Fatalf("got %d progress notifications for a 0.6s block at 0.1s intervals, want at least 3", len(got))
+	}
+	for i, p := range got {
+		if p.ProgressToken != "p1" || p.Total != 60 || !strings.HasPrefix(p.Message, "the code has run for") {
+			t.Errorf("notification %d: %+v", i, p)
+		}
+		if i > 0 && p.Progress <= got[i-1].Progress {
+			t.Errorf("progress did not increase: %v then %v", got[i-1].Progress, p.Progress)
+		}
+	}
+}
+
 // TestExecuteCancelInToolCall cancels a block while it waits for a tool
 // call on the host.
 func TestExecuteCancelInToolCall(t *testing.T) {

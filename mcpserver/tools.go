@@ -69,6 +69,7 @@ func (s *Server) addTools(cm codemode.Config) {
 	if timeout == 0 {
 		timeout = codemode.DefaultTimeout
 	}
+	s.timeout = max(timeout, 0)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: ExecuteTool, Description: executeDescription(timeout)}, s.execute)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: SearchTool, Description: searchDescription, Annotations: readOnly}, s.search)
@@ -90,11 +91,53 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if strings.TrimSpace(in.Code) == "" {
 		return errorResult("execute: the code argument is empty; give the Python code to run"), nil, nil
 	}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		defer s.reportProgress(ctx, req.Session, tok)()
+	}
 	out, err := s.runCode(ctx, req, in.Code)
 	if err != nil {
 		return errorResult("execute: " + err.Error()), nil, nil
 	}
 	return blockResult(out), nil, nil
+}
+
+// reportProgress tells the client every ProgressInterval how long the
+// call has run, in seconds, out of its timeout if there is one, until the
+// function it returns is called.
+func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(s.cfg.ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			ran := time.Since(start)
+			p := &mcp.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      ran.Seconds(),
+				Message:       "the code has run for " + ran.Round(time.Second).String(),
+			}
+			if s.timeout > 0 {
+				p.Total = s.timeout.Seconds()
+			}
+			if err := ss.NotifyProgress(ctx, p); err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // blockResult is an execute_code result as the client sees it: stdout,
