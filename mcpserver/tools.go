@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -77,28 +78,52 @@ func (s *Server) addTools(cm codemode.Config) {
 }
 
 // runCode runs code in the client session of req and returns the
-// execute_code result.
+// execute_code result. A question for the client (an approval) is an
+// error here: only execute asks.
 func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, code string) (map[string]any, error) {
-	c, err := s.acquire(req.Session)
+	o, err := s.runOrAnswer(ctx, req, code)
 	if err != nil {
 		return nil, err
 	}
+	if o.ask != nil {
+		return nil, errors.New("the code paused for an approval")
+	}
+	return o.response, nil
+}
+
+// runOrAnswer runs code in the client session of req or, for the retry of
+// a call that asked the client for input, resumes its block with the
+// answer.
+func (s *Server) runOrAnswer(ctx context.Context, req *mcp.CallToolRequest, code string) (outcome, error) {
+	c, err := s.acquire(req.Session)
+	if err != nil {
+		return outcome{}, err
+	}
 	defer s.release(c)
-	return c.run(ctx, code)
+	if req.Params != nil && req.Params.RequestState != "" {
+		return c.answer(ctx, req.Session, req.Params.RequestState, req.Params.InputResponses)
+	}
+	return c.run(ctx, req.Session, code)
 }
 
 func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in ExecuteInput) (*mcp.CallToolResult, any, error) {
-	if strings.TrimSpace(in.Code) == "" {
+	retry := req.Params != nil && req.Params.RequestState != ""
+	if !retry && strings.TrimSpace(in.Code) == "" {
 		return errorResult("execute: the code argument is empty; give the Python code to run"), nil, nil
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		defer s.reportProgress(ctx, req.Session, tok)()
 	}
-	out, err := s.runCode(ctx, req, in.Code)
+	o, err := s.runOrAnswer(ctx, req, in.Code)
 	if err != nil {
 		return errorResult("execute: " + err.Error()), nil, nil
 	}
-	return blockResult(out), nil, nil
+	if o.ask != nil {
+		// The block waits for a person's approval: the client asks its
+		// user and calls again with the answer and the state.
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: o.ask}, RequestState: o.state}, nil, nil
+	}
+	return blockResult(o.response), nil, nil
 }
 
 // reportProgress tells the client every ProgressInterval how long the
