@@ -37,6 +37,12 @@
 // At most [Config.MaxSessions] sessions hold a sandbox at a time; past
 // that, the one idle longest is closed.
 //
+// A tool that needs a person's approval pauses the block; the execute
+// call asks the client through elicitation (as an input request of the
+// protocol's multi round-trip requests), and its retry with the answer
+// resumes the block: approved, the tool runs; declined, the code gets
+// ToolDeniedError. A client without elicitation has the call declined.
+//
 // An execute call that asks for progress (its request has a progress
 // token) is told every [Config.ProgressInterval] how long its code has
 // run.
