@@ -52,7 +52,7 @@ func executeDescription(timeout time.Duration) string {
 	b.WriteString("Run Python code in a sandbox where the server's tools are importable as typed functions from the `tools` package. ")
 	b.WriteString("Find the tools with the search tool and read one with describe before calling it (in code: `from tools._discovery import search, describe`). ")
 	b.WriteString("Import each tool as its import line shows and pass arguments by keyword; a call returns plain Python data of the type its stub annotates, and arguments are checked against the tool's schema first. ")
-	b.WriteString("A failed tool call raises `ToolError` (`HTTPStatusError` for an HTTP failure), importable from `tools`. ")
+	b.WriteString("A failed tool call raises `ToolError` (`HTTPStatusError` for an HTTP failure; `ToolDeniedError` when a person declines a call that needs their approval), importable from `tools`. ")
 	b.WriteString("Only what you print comes back: filter or summarise large results in Python first, and make several calls in one block rather than one block per call. ")
 	b.WriteString("Variables, imports and files in the working directory persist across execute calls of this MCP session; a cancelled call, or a session idle for long, starts over in a fresh sandbox.")
 	if timeout > 0 {
