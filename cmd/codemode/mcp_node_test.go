@@ -26,6 +26,9 @@ const (
 	everythingPackage = "@modelcontextprotocol/server-everything"
 	everythingVersion = "2026.8.31"
 	everythingEntry   = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+	filesystemPackage = "@modelcontextprotocol/server-filesystem"
+	filesystemVersion = "2026.8.31"
+	filesystemEntry   = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 )
 
 var npmInstalls sync.Map // package@version -> error text, "" when installed
@@ -90,11 +93,13 @@ type scenarioStep struct {
 	Error   string `json:"error"`
 }
 
-// TestMCPTypeScriptClient drives `codemode mcp`, with the MCP reference
-// server as its upstream, with the official TypeScript SDK's client, over
-// stdio and over streamable HTTP on loopback: list, search, describe, an
-// execute whose Python calls the upstream's tools, a variable kept across
-// two calls, a typed error, and a cancellation that interrupts a block.
+// TestMCPTypeScriptClient drives `codemode mcp`, with two MCP servers from
+// npm (the reference server and the filesystem server) and an OpenAPI
+// document on loopback as its upstreams, with the official TypeScript
+// SDK's client, over stdio and over streamable HTTP on loopback: list,
+// search, describe, an execute whose Python calls tools of all three, a
+// variable kept across two calls, a typed error, and a cancellation that
+// interrupts a block.
 func TestMCPTypeScriptClient(t *testing.T) {
 	sdk := npmPackage(t, sdkPackage, sdkVersion, sdkEntry)
 	everything := filepath.Join(npmPackage(t, everythingPackage, everythingVersion, everythingEntry), everythingEntry)
@@ -108,7 +113,19 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serverArgs := []string{"mcp", "--backend", backend, "--timeout", "2m", "--mcp", "everything=node " + everything + " stdio"}
+	files := filepath.Join(npmPackage(t, filesystemPackage, filesystemVersion, filesystemEntry), filesystemEntry)
+	notesDir := t.TempDir()
+	notes := filepath.Join(notesDir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("from the filesystem server"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := greeter(t)
+	t.Setenv("GREETER_KEY", "sesame")
+	t.Setenv("NOTES_PATH", notes)
+	serverArgs := []string{"mcp", "--backend", backend, "--timeout", "2m",
+		"--mcp", "everything=node " + everything + " stdio",
+		"--mcp", "files=node " + files + " " + notesDir,
+		"--openapi", "greeter=" + spec, "--openapi-auth", "greeter.key=GREETER_KEY"}
 
 	t.Run("stdio", func(t *testing.T) {
 		args := append([]string{script, sdk, "stdio", bin}, serverArgs...)
@@ -194,8 +211,9 @@ func checkScenario(t *testing.T, steps map[string]scenarioStep) {
 	}, "get_sum among the matches with its import line")
 	check("describe", func(s scenarioStep) bool { return !s.IsError && strings.Contains(s.Text, "def get_sum(") }, "get_sum's signature")
 	check("execute1", func(s scenarioStep) bool {
-		return !s.IsError && strings.Contains(s.Text, "The sum of 2 and 40 is 42.") && strings.Contains(s.Text, "Echo: hi from python")
-	}, "the results of the upstream's get-sum and echo")
+		return !s.IsError && strings.Contains(s.Text, "The sum of 2 and 40 is 42.") && strings.Contains(s.Text, "Echo: hi from python") &&
+			strings.Contains(s.Text, "from the filesystem server") && strings.Contains(s.Text, "hello, ada")
+	}, "the results of server-everything's get-sum and echo, server-filesystem's read_text_file and the OpenAPI operation")
 	check("execute2", func(s scenarioStep) bool {
 		return !s.IsError && strings.Contains(s.Text, "kept: The sum of 2 and 40 is 42.")
 	}, "the variable of the first call")

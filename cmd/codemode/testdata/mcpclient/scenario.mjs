@@ -17,7 +17,9 @@ const { Client } = await sdk("client/index.js");
 let transport;
 if (mode === "stdio") {
   const { StdioClientTransport } = await sdk("client/stdio.js");
-  transport = new StdioClientTransport({ command: target, args: rest, stderr: "inherit" });
+  // The server gets this process's environment: the OpenAPI upstream's key
+  // is in it.
+  transport = new StdioClientTransport({ command: target, args: rest, stderr: "inherit", env: process.env });
 } else {
   const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
   transport = new StreamableHTTPClientTransport(new URL(target));
@@ -43,8 +45,18 @@ out({ step: "list", text: listed.tools.map((t) => t.name).sort().join(","), isEr
 
 await step("search", "search", { query: "add two numbers", limit: 5 });
 await step("describe", "describe", { name: "everything.get_sum" });
+// Two MCP servers and an OpenAPI operation, from one block.
 await step("execute1", "execute", {
-  code: "from tools.everything import get_sum, echo\ntotal = get_sum(a=2, b=40)\nprint(total)\nprint(echo(message='hi from python'))",
+  code: [
+    "from tools.everything import get_sum, echo",
+    "from tools.files import read_text_file",
+    "from tools.greeter import greet",
+    "total = get_sum(a=2, b=40)",
+    "print(total)",
+    "print(echo(message='hi from python'))",
+    `print(read_text_file(path=${JSON.stringify(process.env.NOTES_PATH)}))`,
+    "print(greet(name='ada')['text'])",
+  ].join("\n"),
 });
 await step("execute2", "execute", { code: "print('kept:', total)" });
 // A warm session's no-op execute, timed over this transport.
