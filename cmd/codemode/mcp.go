@@ -25,6 +25,7 @@ import (
 	"google.golang.org/adk/v2/tool/mcptoolset"
 
 	"github.com/adk-codemode/codemode/backend/docker"
+	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/mcpserver"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 	"github.com/adk-codemode/codemode/toolset/openapi"
@@ -238,6 +239,11 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode mcp: %v\n", err)
 		return 2
+	}
+	if *backend == "jail" {
+		// A server opens many sessions: fork them from a template, which
+		// Close stops.
+		b = &jail.Backend{Config: jail.Config{Python: *python}}
 	}
 	if c, ok := b.(io.Closer); ok {
 		defer c.Close()
