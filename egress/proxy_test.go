@@ -398,6 +398,14 @@ func BenchmarkDownload(b *testing.B) {
 				b.Fatalf("read %d bytes", m)
 			}
 		}
+		b.Run(scheme+"/direct-nokeepalive", func(b *testing.B) {
+			c := s.Client()
+			c.Transport.(*http.Transport).DisableKeepAlives = true
+			for b.Loop() {
+				fetch(b, c, fmt.Sprintf("%s://%s/big", scheme, pa))
+			}
+			c.Transport.(*http.Transport).DisableKeepAlives = false
+		})
 		b.Run(scheme+"/direct", func(b *testing.B) {
 			c := s.Client()
 			for b.Loop() {

@@ -177,7 +177,9 @@ func TestListenRefusesMissingWorkdir(t *testing.T) {
 	// With --jail the server either listens or says that the jail cannot
 	// run here; either way --workdir is not its complaint.
 	cmd = exec.CommandContext(ctx, bin, "--listen", "127.0.0.1:0", "--insecure-no-auth", "--jail", "--python", "/usr/bin/python3", "--workdir", missing)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	// TMPDIR: the server, killed below, has no chance to remove the
+	// directory it makes for the tools package.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir()}
 	pipe, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/adk/v2/model/gemini"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/internal/evidence"
+	"github.com/adk-codemode/codemode/evidence"
 )
 
 const evidenceUsage = `Usage: codemode evidence [--shapes a,b] [--conditions direct,code,hybrid] [--runs N] [--json FILE] [--md FILE]

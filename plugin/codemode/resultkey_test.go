@@ -69,8 +69,8 @@ func TestStubsDescribeWhatCodeReceives(t *testing.T) {
 		path, file, annotation, returns, key string
 		code                                 any
 	}{
-		{"mcp.get_weather", "tools/mcp/get_weather.py", "-> dict[str, Any]:", "dict[str, Any] (no other keys)", "output", map[string]any{"temp_c": 21.5}},
-		{"local_weather", "tools/local_weather.py", "-> dict[str, Any]:", "dict[str, Any]", "", map[string]any{"temp_c": 3.0}},
+		{"mcp.get_weather", "tools/mcp/get_weather.py", "-> dict[str, Any]:", "temp_c: float (required) - temperature in Celsius", "output", map[string]any{"temp_c": 21.5}},
+		{"local_weather", "tools/local_weather.py", "-> dict[str, Any]:", "temp_c: float (required) - temperature in Celsius", "", map[string]any{"temp_c": 3.0}},
 		{"count", "tools/count.py", "-> int:", "", "result", int64(7)},
 	} {
 		stub := string(s.files[tc.file])

@@ -4,6 +4,7 @@ package codemode
 
 import (
 	"encoding/json"
+	"github.com/adk-codemode/codemode/transport"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ except ImportError:
 			if mentions != withService {
 				t.Errorf("the model's request mentions artifacts: %v, want %v:\n%s", mentions, withService, text)
 			}
-			if !strings.Contains(text, "<network>none: the sandbox has no network") {
+			if !strings.Contains(text, "<network>"+transport.NoNetwork+"</network>") {
 				t.Errorf("the block does not say the sandbox has no network:\n%s", text)
 			}
 			want := "3\nno save_artifact\n"

@@ -214,3 +214,55 @@ func chain(context.Context, Options) (*fixture, error) {
 		},
 	}, tl.err
 }
+
+// A Task is one run of a shape of your own: what NewShape's setup returns.
+type Task struct {
+	// Prompt is the user's message.
+	Prompt string
+	// Tools and Toolsets are the task's tools: the direct condition's
+	// agent has them as its own, the code conditions give them to Code
+	// Mode.
+	Tools    []tool.Tool
+	Toolsets []tool.Toolset
+	// Direct names the tools the hybrid condition lets the model call
+	// directly as well (Config.Direct).
+	Direct []string
+	// Answer is the checked answer: the final text must be exactly it,
+	// spaces at either end aside.
+	Answer string
+	// Calls, if set, counts your tools' runs, for the report's tool calls;
+	// nil reports none.
+	Calls *atomic.Int64
+	// DirectPolicy and CodePolicy make a fresh scripted model's policy for
+	// one run: the best trajectory of direct calls, and the best program
+	// through execute_code.
+	DirectPolicy, CodePolicy func() Policy
+	// Close, if set, is called when the run ends.
+	Close func()
+}
+
+// NewShape makes a shape of your own, for Options.Extra: name and title
+// for the report, hybrid the route the hybrid condition's model takes
+// (Direct or Code), and setup, which builds one run's task (called once
+// per run, so that each run starts afresh).
+func NewShape(name, title string, hybrid Condition, setup func(ctx context.Context) (*Task, error)) Shape {
+	return Shape{Name: name, Title: title, Hybrid: hybrid, setup: func(ctx context.Context, _ Options) (*fixture, error) {
+		t, err := setup(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if t.DirectPolicy == nil || t.CodePolicy == nil {
+			return nil, fmt.Errorf("evidence: shape %s: its Task needs both DirectPolicy and CodePolicy", name)
+		}
+		calls := t.Calls
+		if calls == nil {
+			calls = new(atomic.Int64)
+		}
+		closeFn := t.Close
+		if closeFn == nil {
+			closeFn = func() {}
+		}
+		return &fixture{prompt: t.Prompt, tools: t.Tools, toolsets: t.Toolsets, direct: t.Direct, answer: t.Answer,
+			calls: calls, direct0: t.DirectPolicy, code: t.CodePolicy, close: closeFn}, nil
+	}}
+}

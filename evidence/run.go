@@ -70,6 +70,10 @@ type Options struct {
 	MaxRoundTrips int
 	// Log, if set, gets a line per shape and condition as it ends.
 	Log io.Writer
+	// Extra are shapes of your own (see NewShape), run after the built-in
+	// ones that Shapes selects; with Extra set and Shapes empty, only the
+	// Extra shapes run.
+	Extra []Shape
 }
 
 // Run runs the shapes under the conditions opts selects and checks every
@@ -86,9 +90,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	var shapes []Shape
 	for _, sh := range Shapes() {
-		if len(opts.Shapes) == 0 || slices.Contains(opts.Shapes, sh.Name) {
+		if (len(opts.Shapes) == 0 && len(opts.Extra) == 0) || slices.Contains(opts.Shapes, sh.Name) {
 			shapes = append(shapes, sh)
 		}
+	}
+	for _, sh := range opts.Extra {
+		if sh.setup == nil {
+			return nil, fmt.Errorf("evidence: Options.Extra has a shape %q not made by NewShape", sh.Name)
+		}
+		shapes = append(shapes, sh)
 	}
 	for _, name := range opts.Shapes {
 		if !slices.ContainsFunc(shapes, func(s Shape) bool { return s.Name == name }) {
