@@ -7,7 +7,9 @@ import (
 	"io"
 	"maps"
 	"os"
+	"strings"
 
+	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/internal/launch"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/wire"
@@ -45,15 +47,44 @@ type Backend struct {
 	// or to keep sessions from sharing the template's address-space
 	// layout and hash seed.
 	Cold bool
+	// Egress, if set, lets code reach the hosts the policy allows through
+	// the egress proxy (package egress), and nothing else: each session
+	// gets a proxy of its own on the host, which code in the jail reaches
+	// at 127.0.0.1:3128 on its own loopback (the jail still has no other
+	// network), and the variables http_proxy, https_proxy, HTTP_PROXY and
+	// HTTPS_PROXY name it. Nil means no egress: nothing listens on that
+	// port and the variables are unset.
+	Egress *egress.Policy
 
 	forked bool // fork even where the tests make starting cold the default
 }
 
 var _ transport.Backend = (*Backend)(nil)
 
-// DescribeNetwork says that code in the jail reaches no network
+// DescribeNetwork says that code in the jail reaches no network, or only
+// the hosts its egress policy allows, which it names
 // ([transport.NetworkDescriber]).
-func (b *Backend) DescribeNetwork() string { return transport.NoNetwork }
+func (b *Backend) DescribeNetwork() string {
+	if b.Egress == nil {
+		return transport.NoNetwork
+	}
+	return describeEgress(b.Egress.Allow)
+}
+
+// describeEgress is the network sentence of a jail whose code may reach
+// the hosts allow lists, naming at most maxNamedHosts of them.
+func describeEgress(allow []string) string {
+	const maxNamedHosts = 20
+	hosts := strings.Join(allow[:min(len(allow), maxNamedHosts)], ", ")
+	if len(allow) > maxNamedHosts {
+		hosts += fmt.Sprintf(" and %d more", len(allow)-maxNamedHosts)
+	}
+	if hosts == "" {
+		hosts = "none"
+	}
+	return "HTTP and HTTPS to the allowed hosts only (" + hosts + "), through the proxy that http_proxy and " +
+		"https_proxy name, which urllib, http.client and most libraries use; any other host is refused with HTTP 403"
+}
 
 // Name identifies the backend and its interpreter, for example
 // "jail:/usr/bin/python3".
@@ -171,6 +202,11 @@ func (b *Backend) launcher(files map[string][]byte) (*starter, server.Config, er
 		return nil, server.Config{}, err
 	}
 	python := cfg.Python
+	if b.Egress != nil {
+		if _, err := egress.New(*b.Egress); err != nil {
+			return nil, server.Config{}, fmt.Errorf("jail: Backend.Egress: %w", err)
+		}
+	}
 	d := cfg.withDefaults()
 	scfg := server.Config{
 		Python:             python,
@@ -185,7 +221,15 @@ func (b *Backend) launcher(files map[string][]byte) (*starter, server.Config, er
 		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TMPDIR=/tmp", "CODEMODE_HIDE_SYSTEM_PACKAGES=1"},
 		MaxOutputBytes: b.MaxOutputBytes,
 	}
-	return &starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault)}, scfg, nil
+	if b.Egress != nil {
+		scfg.EgressFD = egressFD
+		scfg.EgressPort = server.DefaultEgressPort
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", server.DefaultEgressPort)
+		scfg.Env = append(scfg.Env,
+			"http_proxy="+proxy, "https_proxy="+proxy, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy,
+			"no_proxy=", "NO_PROXY=")
+	}
+	return &starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault), egress: b.Egress}, scfg, nil
 }
 
 // effectiveConfig is the backend's Config with files merged in and the
@@ -212,16 +256,27 @@ func (b *Backend) effectiveConfig(files map[string][]byte) (Config, error) {
 type starter struct {
 	config   Config
 	zygote   bool
-	cmd      *Cmd  // the jail Start started
-	fallback error // why Start started the jail cold although it was to fork it
+	egress   *egress.Policy // nil: no egress
+	cmd      *Cmd           // the jail Start started
+	fallback error          // why Start started the jail cold although it was to fork it
 }
 
 var _ launch.Starter = (*starter)(nil)
 
 // Start starts the jail. It outlives ctx, which only bounds the start.
 func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, error) {
+	var connector *os.File // the sandbox end of the egress connector
+	if s.egress != nil {
+		var err error
+		if connector, err = startEgress(*s.egress); err != nil {
+			return nil, err
+		}
+		// The jail holds its own copy once started; without one the
+		// host side ends.
+		defer connector.Close()
+	}
 	if s.zygote {
-		cmd, err := forkSession(s.config, c)
+		cmd, err := forkSession(s.config, c, connector)
 		if err == nil {
 			s.cmd = cmd
 			return jailProcess{cmd}, nil
@@ -234,13 +289,26 @@ func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, er
 		inProcess:  server.SupervisorStage,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 		Stderr:     c.Stderr,
-		ExtraFiles: []*os.File{c.Socket},
+		ExtraFiles: extraFiles(c.Socket, connector),
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.cmd = cmd
 	return jailProcess{cmd}, nil
+}
+
+// egressFD is the descriptor of the egress connector in the supervisor:
+// the one after its socket to the host (3).
+const egressFD = 4
+
+// extraFiles are a cold jail's descriptors 3, 4...: the supervisor's
+// socket, then the egress connector if there is one.
+func extraFiles(socket, connector *os.File) []*os.File {
+	if connector == nil {
+		return []*os.File{socket}
+	}
+	return []*os.File{socket, connector}
 }
 
 // jailProcess is a jail as the launch recipe sees it.

@@ -5,9 +5,11 @@ package jail
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 
+	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/internal/launch"
 )
 
@@ -41,7 +43,9 @@ func (c *Cmd) Usage() Usage { return Usage{} }
 
 func (c *Cmd) cleanupErr() error { return nil }
 
-func forkSession(Config, launch.Command) (*Cmd, error) { return nil, unsupported() }
+func forkSession(Config, launch.Command, *os.File) (*Cmd, error) { return nil, unsupported() }
+
+func startEgress(egress.Policy) (*os.File, error) { return nil, unsupported() }
 
 func closeZygote(Config) error { return nil }
 

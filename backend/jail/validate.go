@@ -3,6 +3,8 @@ package jail
 import (
 	"errors"
 	"fmt"
+
+	"github.com/adk-codemode/codemode/egress"
 )
 
 // Validate reports the first value of c that no jail can use, naming the
@@ -54,6 +56,11 @@ func (c Config) Validate() error {
 func (b *Backend) Validate() error {
 	if err := b.Config.Validate(); err != nil {
 		return err
+	}
+	if b.Egress != nil {
+		if _, err := egress.New(*b.Egress); err != nil {
+			return fmt.Errorf("jail: Backend.Egress: %w", err)
+		}
 	}
 	_, err := b.Config.Interpreter()
 	return err // it names Config.Python

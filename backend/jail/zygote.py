@@ -15,14 +15,18 @@
 #
 # fds: 3 the control socket (SOCK_SEQPACKET): the host sends one byte with
 # one descriptor per session (its setup socket, over which the session
-# later gets its supervisor socket and the write end of its stderr pipe)
+# later gets its supervisor socket, the write end of its stderr pipe and,
+# with egress, its egress connector)
 # and EOF to retire the template; the template writes one "ready" message
 # when it can fork. 4: the runner's source, read to EOF at start. 5: this
 # program's own source, which the short bootstrap on the command line
 # reads and runs (zygote_linux.go), so that the command line holds no
 # source. 6: the host program (an O_PATH descriptor), which a session
 # execs as its supervisor; workers close it, and the exec closes it.
-# A session's supervisor gets only fd 3, its socket to the host (and 0-2).
+# A session's supervisor gets fd 3, its socket to the host (and 0-2), and
+# with egress fd 4, the egress connector, and fd 5, a socket listening on
+# the proxy port of the session's loopback, bound before the first worker
+# starts so that its code finds it.
 #
 # The template holds nothing of any session: everything a session gets
 # comes over that session's own setup socket, read by the forked child.
@@ -263,7 +267,7 @@ def _init(setup, inside):
     # attaches (SO_PASSCRED), translated into its own pid namespace.
     try:
         setup.sendmsg([b"hello\n"])
-        first, anc, _, _ = setup.recvmsg(1 << 16, socket.CMSG_SPACE(struct.calcsize("2i")))
+        first, anc, _, _ = setup.recvmsg(1 << 16, socket.CMSG_SPACE(struct.calcsize("3i")))
     except OSError:
         os._exit(125)
     fds = []
@@ -271,10 +275,11 @@ def _init(setup, inside):
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             n = len(data) // 4
             fds.extend(struct.unpack("%di" % n, data[: n * 4]))
-    if not first or len(fds) != 2:
+    if not first or len(fds) not in (2, 3):
         os._exit(125)  # the host is gone, or this is not the host
     _name(b"codemode-forked")
-    sup_fd, err_fd = fds
+    sup_fd, err_fd = fds[:2]
+    egress_fd = fds[2] if len(fds) == 3 else None
     os.dup2(err_fd, 2)
     os.close(err_fd)
     os.set_blocking(2, True)
@@ -296,7 +301,7 @@ def _init(setup, inside):
     _report(setup, {"enf": enf})
     setup.close()
     try:
-        _exec_supervisor(sup_fd, cfg["stage"], cfg["supervisor"])
+        _exec_supervisor(sup_fd, cfg["stage"], cfg["supervisor"], egress_fd)
     except Exception:
         import traceback
 
@@ -463,13 +468,27 @@ def _read_back(cfg, securebits, fixed):
 # --- the supervisor ------------------------------------------------------
 
 
-def _exec_supervisor(sup_fd, stage, cfg):
+def _exec_supervisor(sup_fd, stage, cfg, egress_fd=None):
     """Fork the session's first worker from the loaded runner, pass its
     pipes to the host in the supervisor protocol's "spawned" message (so
     that the host talks to the worker while the supervisor starts), then
     become the host program's supervisor (internal/supervisor, the one of
     every session), which adopts the worker: its Config is cfg with the
-    worker's pid added, fd 3 the supervisor socket, nothing else open."""
+    worker's pid added, fd 3 the supervisor socket, and with egress fd 4
+    the egress connector and fd 5 the proxy port's listening socket;
+    nothing else open."""
+    sup = dict(cfg)
+    sup.pop("egress_fd", None)
+    sup.pop("egress_listen_fd", None)
+    keep = []
+    if egress_fd is not None:
+        # Listen before the worker starts: its first block may connect.
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", cfg.get("egress_port") or 3128))
+        ls.listen(64)
+        keep = [egress_fd, ls.detach()]
+        sup["egress_fd"], sup["egress_listen_fd"] = 4, 5
     pid, pipes = _spawn(cfg)
     sock = socket.socket(fileno=sup_fd)
     sock.setblocking(True)
@@ -479,15 +498,20 @@ def _exec_supervisor(sup_fd, stage, cfg):
     sup_fd = sock.detach()
     for fd in pipes:
         os.close(fd)
-    os.dup2(sup_fd, 3)  # dup2 clears close-on-exec on the copy
-    if sup_fd != 3:
-        os.close(sup_fd)
+    # Move the descriptors to keep above the fixed numbers first, so that
+    # placing one cannot close another.
+    keep = [sup_fd] + keep
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _EXE_FD + 1) for fd in keep]
+    for fd in keep:
+        os.close(fd)
+    for i, fd in enumerate(high):
+        os.dup2(fd, 3 + i)  # dup2 clears close-on-exec on the copy
+        os.close(fd)
     os.set_inheritable(_EXE_FD, False)  # executed, then closed by the exec
-    os.closerange(4, _EXE_FD)
+    os.closerange(3 + len(high), _EXE_FD)
     os.closerange(_EXE_FD + 1, 1 << 16)
     for s in (signal.SIGPIPE, signal.SIGXFSZ):  # as a cold session's supervisor has them
         signal.signal(s, signal.SIG_DFL)
-    sup = dict(cfg)
     sup["adopt"] = {"pid": pid}
     env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ}
     os.execve(_EXE_FD, [stage, json.dumps(sup, separators=(",", ":"))], env)

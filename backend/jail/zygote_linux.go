@@ -563,7 +563,7 @@ func (z *zygote) refill() {
 
 // forkSession forks a session from the template for cfg and runs the
 // supervisor command c in it. It returns a *Cmd for the session's pid 1.
-func forkSession(cfg Config, c launch.Command) (*Cmd, error) {
+func forkSession(cfg Config, c launch.Command, connector *os.File) (*Cmd, error) {
 	cfg = cfg.withDefaults()
 	filesBytes, err := checkFiles(cfg.Files)
 	if err != nil {
@@ -617,7 +617,11 @@ func forkSession(cfg Config, c launch.Command) (*Cmd, error) {
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Now().Add(zygoteSetupTimeout))
-	err = sendWithFiles(conn, append(line, '\n'), c.Socket, errW)
+	files := []*os.File{c.Socket, errW}
+	if connector != nil {
+		files = append(files, connector) // the egress connector
+	}
+	err = sendWithFiles(conn, append(line, '\n'), files...)
 	errW.Close()
 	if err != nil {
 		errR.Close()

@@ -7,6 +7,14 @@ import "github.com/adk-codemode/codemode/internal/supervisor"
 // encoding of a [Config] and fd 3 the host's socket.
 const SupervisorStage = supervisor.Stage
 
+// DefaultEgressPort and MaxEgressConns are the supervisor's: the loopback
+// port of the egress proxy in a sandbox, and the most connections to it
+// relayed at once.
+const (
+	DefaultEgressPort = supervisor.DefaultEgressPort
+	MaxEgressConns    = supervisor.MaxEgressConns
+)
+
 // Config configures a session's server and its supervisor, which
 // documents its fields. It is the supervisor's own type, which the jail's
 // init stage decodes without this package's dependencies.

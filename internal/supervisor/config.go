@@ -66,6 +66,19 @@ type Config struct {
 	// supervisor, which keeps the child. [Run] then reaps, signals and
 	// kills it as a worker it started, and reports its exit.
 	Adopt *Adopted `json:"adopt,omitempty"`
+	// EgressFD, if positive, is the descriptor of the connector to the
+	// host's egress proxy: a SOCK_SEQPACKET Unix socket over which the
+	// supervisor passes the host one descriptor a message, a stream
+	// socket for each connection the code opens to the proxy port. Zero
+	// means the sandbox has no egress.
+	EgressFD int `json:"egress_fd,omitempty"`
+	// EgressPort is the port on 127.0.0.1 on which the supervisor takes
+	// the code's proxy connections. Zero means [DefaultEgressPort].
+	EgressPort int `json:"egress_port,omitempty"`
+	// EgressListenFD, if positive, is a socket already listening on the
+	// proxy port, which the supervisor takes instead of listening itself
+	// (a forked session listens before its first worker starts).
+	EgressListenFD int `json:"egress_listen_fd,omitempty"`
 }
 
 // Adopted is a worker that [Run] adopts (Config.Adopt).
@@ -91,8 +104,19 @@ func (c *Config) SetDefaults() error {
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 30 * time.Second
 	}
+	if c.EgressPort <= 0 || c.EgressPort > 65535 {
+		c.EgressPort = DefaultEgressPort
+	}
 	return nil
 }
+
+// DefaultEgressPort is the loopback port on which the supervisor takes the
+// code's proxy connections when Config.EgressPort is zero.
+const DefaultEgressPort = 3128
+
+// MaxEgressConns bounds the proxy connections the supervisor relays at
+// once; it closes any it accepts beyond them at once.
+const MaxEgressConns = 64
 
 // MaxOutputBytes is the default and largest bound on what is kept of each
 // output stream per block: even escaped as JSON, the output of both streams

@@ -85,6 +85,13 @@ func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// The proxy port listens before the first worker starts, so that the
+	// code's first connection finds it.
+	if _, err := startEgress(ctx, &cfg); err != nil {
+		_ = c.Send(Msg{Op: "error", Error: err.Error()})
+		_ = c.Close()
+		return err
+	}
 	p := NewProcs(&cfg)
 	defer func() {
 		KillTree(os.Getpid())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -45,6 +46,15 @@ func (cfg Config) validate() error {
 			return fmt.Errorf("codemode: Config.%s is %d: it cannot be negative; leave it 0 for the default", n.name, n.v)
 		}
 	}
+	if cfg.Egress != nil {
+		if _, err := egress.New(*cfg.Egress); err != nil {
+			return fmt.Errorf("codemode: Config.Egress: %w", err)
+		}
+	}
+	if cfg.Egress != nil && cfg.Backend != nil {
+		return fmt.Errorf("codemode: Config.Egress applies to the default backend only, and Config.Backend (%s) is set: "+
+			"give the policy to that backend (jail.Backend's Egress) and leave Config.Egress nil", cfg.Backend.Name())
+	}
 	if v, ok := cfg.Backend.(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
 			return fmt.Errorf("codemode: Config.Backend (%s): %w", cfg.Backend.Name(), err)
@@ -67,7 +77,7 @@ func Check(ctx context.Context, cfg Config) error {
 	}
 	b := cfg.Backend
 	if b == nil {
-		jb, err := defaultBackend()
+		jb, err := defaultBackend(cfg)
 		if err != nil {
 			return err
 		}
@@ -78,9 +88,9 @@ func Check(ctx context.Context, cfg Config) error {
 }
 
 // defaultBackend is the backend of a Config without one: the jail, with
-// the host's python3, which must be there.
-func defaultBackend() (*jail.Backend, error) {
-	jb := &jail.Backend{}
+// the host's python3, which must be there, and cfg's egress policy.
+func defaultBackend(cfg Config) (*jail.Backend, error) {
+	jb := &jail.Backend{Egress: cfg.Egress}
 	if err := jb.Validate(); err != nil {
 		return nil, fmt.Errorf("codemode: Config.Backend is nil, so the default, the namespace jail with the host's python3, runs the code: %w; install python3, or set Config.Backend", err)
 	}

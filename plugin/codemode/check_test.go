@@ -12,6 +12,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/egress"
 )
 
 // TestNewRefusesMistakes: each setting that cannot be meant fails New with
@@ -35,6 +36,10 @@ func TestNewRefusesMistakes(t *testing.T) {
 		{"negative output", Config{MaxOutputChars: -5}, "Config.MaxOutputChars is -5"},
 		{"negative budget", Config{BlockBudget: -1}, "Config.BlockBudget is -1"},
 		{"jail's negative id", Config{Backend: &jail.Backend{Config: jail.Config{PayloadHostID: -3}}}, "Config.PayloadHostID is -3"},
+		{"egress policy", Config{Egress: &egress.Policy{Allow: []string{"api.example.com:443"}}}, ""},
+		{"unreadable egress entry", Config{Egress: &egress.Policy{Allow: []string{"api.example.com"}}}, "Config.Egress: "},
+		{"egress beside a backend", Config{Egress: &egress.Policy{}, Backend: &jail.Backend{}}, "Config.Egress applies to the default backend only"},
+		{"jail's bad egress entry", Config{Backend: &jail.Backend{Egress: &egress.Policy{Allow: []string{"*:443"}}}}, "Backend.Egress"},
 		{"jail's missing python", Config{Backend: &jail.Backend{Config: jail.Config{Python: "/nonexistent/python3"}}}, "Config.Python"},
 	} {
 		p, err := New(c.cfg)

@@ -123,7 +123,7 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 	cfg = cfg.withDefaults()
 	var own interface{ Close() error }
 	if cfg.Backend == nil {
-		jb, err := defaultBackend()
+		jb, err := defaultBackend(cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool"
 
+	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -62,6 +63,12 @@ type Config struct {
 	// from a template process that the plugin's Close stops. A Backend
 	// given here is the caller's to close.
 	Backend transport.Backend
+	// Egress, if set, lets code reach the hosts the policy allows, over
+	// HTTP and HTTPS through a proxy on the host, and nothing else
+	// (docs/security.md). It applies to the default backend: a Backend
+	// given here takes its own (jail.Backend's Egress), and setting both
+	// is an error. Nil means no network at all.
+	Egress *egress.Policy
 
 	// MaxOutputChars bounds stdout and stderr, each, as the model sees them:
 	// longer output is cut to its head and tail. Zero means 50,000.

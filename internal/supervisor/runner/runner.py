@@ -438,6 +438,8 @@ def _runtime_module():
 _ENV_ALLOW = {
     "PATH", "HOME", "USER", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TEMP", "TMP",
     "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
+    # The egress proxy, when the sandbox has one.
+    "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY",
 }
 
 

@@ -1,0 +1,288 @@
+//go:build linux && amd64
+
+package jail
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/transport"
+)
+
+// testResolver maps names to addresses, all on loopback, so that no test
+// reaches past this host.
+type testResolver map[string][]netip.Addr
+
+func (r testResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// egressStartPaths runs f on a cold and a forked session of a backend
+// with policy.
+func egressStartPaths(t *testing.T, policy *egress.Policy, f func(t *testing.T, s *Session)) {
+	for _, forked := range []bool{false, true} {
+		name := "cold"
+		if forked {
+			name = "forked"
+		}
+		t.Run(name, func(t *testing.T) {
+			be := &Backend{Config: Config{MemoryBytes: 256 << 20, Processes: 128}, Cold: !forked, forked: forked, Egress: policy}
+			t.Cleanup(func() {
+				if err := be.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			f(t, sessionOf(t, be))
+		})
+	}
+}
+
+func TestEgressReachesAllowedHostsOnly(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintf(w, "hello %s from the host", r.URL.Path)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	policy := &egress.Policy{
+		Allow:          []string{"api.test:" + strconv.Itoa(port)},
+		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Resolver:       testResolver{"api.test": lo, "other.test": lo},
+		Logger:         slog.New(slog.DiscardHandler),
+	}
+	p := strconv.Itoa(port)
+	egressStartPaths(t, policy, func(t *testing.T, s *Session) {
+		t.Run("environment", func(t *testing.T) {
+			r := execIn(t, s, `
+import os
+print(*(k + "=" + os.environ.get(k, "-") for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY")))`)
+			want := "http_proxy=http://127.0.0.1:3128 https_proxy=http://127.0.0.1:3128 " +
+				"HTTP_PROXY=http://127.0.0.1:3128 HTTPS_PROXY=http://127.0.0.1:3128 no_proxy= NO_PROXY=\n"
+			if r.Stdout != want {
+				t.Fatalf("proxy variables: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("allowed", func(t *testing.T) {
+			before := hits.Load()
+			r := execIn(t, s, `
+import urllib.request
+print(urllib.request.urlopen("http://api.test:`+p+`/x", timeout=30).read().decode())`)
+			if r.Stdout != "hello /x from the host\n" || hits.Load() != before+1 {
+				t.Fatalf("allowed host: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("connect", func(t *testing.T) {
+			// A tunnel (what https uses), with plain HTTP inside it.
+			r := execIn(t, s, `
+import http.client
+c = http.client.HTTPConnection("127.0.0.1", 3128, timeout=30)
+c.set_tunnel("api.test", `+p+`)
+c.request("GET", "/tunnelled")
+print(c.getresponse().read().decode())
+c.close()`)
+			if r.Stdout != "hello /tunnelled from the host\n" {
+				t.Fatalf("CONNECT to an allowed host: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("refused", func(t *testing.T) {
+			before := hits.Load()
+			r := execIn(t, s, `
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("http://other.test:`+p+`/x", timeout=30)
+    print("REACHED")
+except urllib.error.HTTPError as e:
+    print(e.code, e.reason)`)
+			if !strings.HasPrefix(r.Stdout, "403 ") || !strings.Contains(r.Stdout, "other.test") || hits.Load() != before {
+				t.Fatalf("a host not on the list: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("raw socket", func(t *testing.T) {
+			before := hits.Load()
+			r := execIn(t, s, `
+import socket, errno
+try:
+    socket.create_connection(("127.0.0.1", `+p+`), timeout=5); print("CONNECTED")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e))`)
+			if r.Stdout != "ECONNREFUSED\n" || hits.Load() != before {
+				t.Fatalf("a raw socket to the host's server: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("descriptors", func(t *testing.T) {
+			// The worker holds nothing of the relay: neither the
+			// connector nor the listening socket.
+			if r := execIn(t, s, fdProbe); r.Stdout != workerFDs {
+				t.Fatalf("the worker's descriptors: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("connector out of reach", func(t *testing.T) {
+			// The supervisor's descriptors, the connector among them,
+			// are not the code's to take.
+			r := execIn(t, s, `
+import os
+for p in ("/proc/1/fd/4", "/proc/1/fd/5"):
+    try:
+        os.open(p, os.O_RDWR); print(p, "OPENED")
+    except OSError as e:
+        print(p, type(e).__name__)`)
+			if strings.Contains(r.Stdout, "OPENED") || strings.Count(r.Stdout, "Error") != 2 {
+				t.Fatalf("the supervisor's descriptors: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("connection bound", func(t *testing.T) {
+			// The supervisor relays 64 connections at once and closes
+			// the next at once; the first stay open.
+			r := execIn(t, s, `
+import socket
+cs = [socket.create_connection(("127.0.0.1", 3128), timeout=10) for _ in range(65)]
+cs[64].settimeout(10)
+last = cs[64].recv(1)
+cs[0].settimeout(0.5)
+try:
+    first = cs[0].recv(1)
+except socket.timeout:
+    first = "open"
+print(repr(last), first)
+for c in cs:
+    c.close()`)
+			if r.Stdout != "b'' open\n" {
+				t.Fatalf("connections past the bound: %q %s", r.Stdout, r.Stderr)
+			}
+			// And the relay still serves once they are gone.
+			r = execIn(t, s, `
+import urllib.request
+print(urllib.request.urlopen("http://api.test:`+p+`/again", timeout=30).read().decode())`)
+			if r.Stdout != "hello /again from the host\n" {
+				t.Fatalf("after the bound: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+		t.Run("next worker", func(t *testing.T) {
+			// A worker the supervisor starts (after the first exits)
+			// has the proxy too.
+			execIn(t, s, "import os; os._exit(1)")
+			r := execIn(t, s, `
+import urllib.request
+print(urllib.request.urlopen("http://api.test:`+p+`/next", timeout=30).read().decode())`)
+			if r.Stdout != "hello /next from the host\n" {
+				t.Fatalf("a later worker: %q %s", r.Stdout, r.Stderr)
+			}
+		})
+	})
+}
+
+func TestNoEgressWithoutPolicy(t *testing.T) {
+	startPaths(t, Config{MemoryBytes: 256 << 20, Processes: 64}, func(t *testing.T, be *Backend) {
+		s := sessionOf(t, be)
+		r := execIn(t, s, `
+import os, socket, errno
+print([k for k in os.environ if k.lower() in ("http_proxy", "https_proxy", "no_proxy")])
+try:
+    socket.create_connection(("127.0.0.1", 3128), timeout=5); print("CONNECTED")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e))`)
+		if r.Stdout != "[]\nECONNREFUSED\n" {
+			t.Fatalf("without egress: %q %s", r.Stdout, r.Stderr)
+		}
+	})
+}
+
+func TestEgressPolicyCheckedAtOpen(t *testing.T) {
+	be := &Backend{Egress: &egress.Policy{Allow: []string{"no port"}}}
+	_, err := be.Open(t.Context(), transport.SessionConfig{})
+	if err == nil || !strings.Contains(err.Error(), "Egress") {
+		t.Fatalf("Open with a bad policy: %v", err)
+	}
+	be.Egress.Allow = []string{"api.test:443", "*.data.test:443"}
+	if got := be.DescribeNetwork(); !strings.Contains(got, "(api.test:443, *.data.test:443)") {
+		t.Fatalf("DescribeNetwork with a policy: %q; want it to name the hosts", got)
+	}
+	if got := (&Backend{}).DescribeNetwork(); got != transport.NoNetwork {
+		t.Fatalf("DescribeNetwork without a policy: %q", got)
+	}
+}
+
+// BenchmarkEgressDownload downloads 1 MiB from a loopback server with the
+// same interpreter, in the same loop: from a jailed session through the
+// egress proxy ("proxied": the loopback relay, the connector and the
+// host's proxy) and from the host directly ("direct"). Each iteration
+// runs one block that downloads it ten times, and one host process that
+// does the same; the metrics are the seconds per download of each and
+// their ratio.
+func BenchmarkEgressDownload(b *testing.B) {
+	body := make([]byte, 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) }))
+	defer srv.Close()
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	be := &Backend{Egress: &egress.Policy{
+		Allow:          []string{"api.test:" + port},
+		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Resolver:       testResolver{"api.test": {netip.MustParseAddr("127.0.0.1")}},
+		Logger:         slog.New(slog.DiscardHandler),
+	}}
+	defer be.Close()
+	py, err := be.Config.Interpreter()
+	if err != nil {
+		b.Skip(err)
+	}
+	s, err := be.Open(b.Context(), transport.SessionConfig{})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer s.Close()
+	loop := func(url string, proxied bool) string {
+		opener := "urllib.request.build_opener(urllib.request.ProxyHandler({}))"
+		if proxied {
+			opener = "urllib.request.build_opener()"
+		}
+		return `
+import time, urllib.request
+o = ` + opener + `
+t = time.perf_counter()
+for _ in range(10):
+    assert len(o.open("` + url + `", timeout=30).read()) == 1 << 20
+print(time.perf_counter() - t)
+`
+	}
+	seconds := func(out string) float64 {
+		v, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
+		if err != nil {
+			b.Fatalf("timing: %q", out)
+		}
+		return v
+	}
+	var proxied, direct float64
+	for b.Loop() {
+		r, err := s.Exec(b.Context(), transport.Block{Code: loop("http://api.test:"+port+"/", true), Timeout: time.Minute})
+		if err != nil || r.ExitCode != 0 {
+			b.Fatalf("proxied download: %v %+v", err, r)
+		}
+		proxied += seconds(r.Stdout)
+		out, err := exec.Command(py, "-c", loop("http://127.0.0.1:"+port+"/", false)).Output()
+		if err != nil {
+			b.Fatalf("direct download: %v", err)
+		}
+		direct += seconds(string(out))
+	}
+	n := float64(b.N * 10)
+	b.ReportMetric(proxied/n*1e3, "ms/proxied")
+	b.ReportMetric(direct/n*1e3, "ms/direct")
+	b.ReportMetric(proxied/direct, "ratio")
+}
