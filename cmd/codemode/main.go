@@ -15,6 +15,7 @@ Commands:
   catalog  print the tool catalog or the whole <code-mode> block
   fidelity report which schema keywords the stubs keep, drop or lose
   evidence measure what Code Mode saves against direct tool calling
+  mcp      serve Code Mode as an MCP server in front of MCP servers and OpenAPI documents
 
 Run "codemode COMMAND --help" for the flags of a command.
 `
@@ -42,6 +43,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runFidelity(rest, stdout, stderr)
 	case "evidence":
 		return runEvidence(rest, stdout, stderr)
+	case "mcp":
+		return runMCP(rest, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

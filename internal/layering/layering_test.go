@@ -30,6 +30,7 @@ var layers = map[string]int{
 	"adkv1/cmd/codemode-demo":         0,
 	"cmd/codemode-sandbox":            0,
 	"evidence":                        1,
+	"mcpserver":                       1,
 	"callbacks":                       1,
 	"adkv1/callbacks":                 1,
 	"toolset/openapi/e2e":             1,
@@ -182,4 +183,4 @@ func adkLine(pkg string) string {
 
 // v2Adapters are the root module's packages built on ADK Go v2, each with
 // what lies below it.
-var v2Adapters = []string{"plugin", "callbacks", "toolset", "cmd/codemode", "cmd/codemode-demo", "internal/hooklink", "evidence"}
+var v2Adapters = []string{"plugin", "callbacks", "toolset", "cmd/codemode", "cmd/codemode-demo", "internal/hooklink", "evidence", "mcpserver"}

@@ -315,6 +315,23 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.I
 	return f
 }
 
+// interrupt stops the block the invocation runs, if any, with cause, as
+// its timeout would (see hooklink.Interrupt).
+func (e *engine) interrupt(invocation string, cause error) bool {
+	e.mu.Lock()
+	tn := e.turns[invocation]
+	e.mu.Unlock()
+	if tn == nil {
+		return false
+	}
+	f := tn.currentFlight()
+	if f == nil {
+		return false
+	}
+	f.cancel(cause)
+	return true
+}
+
 // follow waits, for the execute_code call whose context is ctx, until the
 // block ends or pauses at a request for confirmation, which it returns. A
 // ctx that ends meanwhile interrupts the block.

@@ -70,7 +70,29 @@ type hookSet struct {
 	e *engine
 }
 
-func init() { hooklink.New = newCallbacks }
+func init() {
+	hooklink.New = newCallbacks
+	hooklink.NewInterruptible = newInterruptible
+}
+
+// newInterruptible makes the plugin for cfg, a Config, and the function
+// that interrupts an invocation's block.
+func newInterruptible(cfg any) (*plugin.Plugin, hooklink.Interrupt, error) {
+	c, ok := cfg.(Config)
+	if !ok {
+		return nil, nil, fmt.Errorf("codemode: the plugin's config is a %T, not a codemode.Config", cfg)
+	}
+	h, err := newHooks(c, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := h.plugin()
+	if err != nil {
+		_ = h.Close()
+		return nil, nil, err
+	}
+	return p, h.e.interrupt, nil
+}
 
 // newCallbacks makes the hooks of package callbacks for cfg, a Config: the
 // hooks for an agent run without the plugin.
