@@ -168,6 +168,10 @@ func TestSoak(t *testing.T) {
 		turns = len(soakCases)
 	}
 	testBackend(t) // skips where the jail is unavailable
+	// A temporary directory of the soak's own: the leak check counts what
+	// the soak leaves there, not what tests of other packages, running at
+	// the same time, have in the shared one.
+	t.Setenv("TMPDIR", t.TempDir())
 	// The soak's jails get fewer processes than the default, so that its
 	// fork bombs load the machine less while other tests run.
 	backend := &jail.Backend{Config: jail.Config{Processes: 64}}
