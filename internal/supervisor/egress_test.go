@@ -53,11 +53,14 @@ func relayFixture(t *testing.T, serve func(net.Conn)) string {
 		r.wg.Wait()
 		wg.Wait()
 	})
+	// The descriptor is taken once, here: the cleanup closes host while
+	// the loop below waits on it.
+	hfd := int(host.Fd())
 	wg.Go(func() {
 		buf := make([]byte, 16)
 		oob := make([]byte, unix.CmsgSpace(4))
 		for {
-			n, oobn, _, _, err := unix.Recvmsg(int(host.Fd()), buf, oob, 0)
+			n, oobn, _, _, err := unix.Recvmsg(hfd, buf, oob, 0)
 			if err != nil || n == 0 {
 				return
 			}
