@@ -115,8 +115,14 @@ func (c *Config) SetDefaults() error {
 const DefaultEgressPort = 3128
 
 // MaxEgressConns bounds the proxy connections the supervisor relays at
-// once; it closes any it accepts beyond them at once.
+// once. A connection accepted beyond them waits EgressSlotWait for one to
+// end (connections the code has just closed are still winding down through
+// the host), then is closed.
 const MaxEgressConns = 64
+
+// EgressSlotWait is how long a connection past MaxEgressConns waits for a
+// slot before the supervisor closes it.
+const EgressSlotWait = 2 * time.Second
 
 // MaxOutputBytes is the default and largest bound on what is kept of each
 // output stream per block: even escaped as JSON, the output of both streams

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,6 +23,7 @@ type egressRelay struct {
 	ln    *os.File // listening socket, non-blocking, in the poller
 	conn  *os.File // the connector, non-blocking, in the poller
 	slots chan struct{}
+	done  chan struct{} // closed when the relay stops
 	wg    sync.WaitGroup
 }
 
@@ -83,7 +85,7 @@ func startEgress(ctx context.Context, cfg *Config) (*egressRelay, error) {
 		conn.Close()
 		return nil, err
 	}
-	r := &egressRelay{ln: ln, conn: conn, slots: make(chan struct{}, MaxEgressConns)}
+	r := &egressRelay{ln: ln, conn: conn, slots: make(chan struct{}, MaxEgressConns), done: make(chan struct{})}
 	context.AfterFunc(ctx, r.close)
 	r.wg.Go(r.accept)
 	return r, nil
@@ -91,6 +93,7 @@ func startEgress(ctx context.Context, cfg *Config) (*egressRelay, error) {
 
 // close stops accepting; connections being relayed end with the sandbox.
 func (r *egressRelay) close() {
+	close(r.done)
 	_ = r.ln.Close()
 	_ = r.conn.Close()
 }
@@ -117,9 +120,7 @@ func (r *egressRelay) accept() {
 			}
 			return
 		}
-		select {
-		case r.slots <- struct{}{}:
-		default:
+		if !r.takeSlot() {
 			unix.Close(nfd) // too many at once
 			continue
 		}
@@ -128,6 +129,27 @@ func (r *egressRelay) accept() {
 			defer func() { <-r.slots }()
 			r.relay(client)
 		}()
+	}
+}
+
+// takeSlot takes a relay slot, waiting up to EgressSlotWait for one; it
+// reports false if none came free. The accept loop waits with it, so the
+// connections behind this one queue in the listener's backlog meanwhile.
+func (r *egressRelay) takeSlot() bool {
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(EgressSlotWait)
+	defer t.Stop()
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-r.done:
+		return false
 	}
 }
 
