@@ -230,3 +230,19 @@ func (r *rules) refused(a netip.Addr, e entry) string {
 	}
 	return ""
 }
+
+// Describe is the sentence that tells the model what code under p may
+// reach, naming at most 20 of its hosts: what a backend with this policy
+// gives as its DescribeNetwork (package transport's NetworkDescriber).
+func (p Policy) Describe() string {
+	const maxNamedHosts = 20
+	hosts := strings.Join(p.Allow[:min(len(p.Allow), maxNamedHosts)], ", ")
+	if len(p.Allow) > maxNamedHosts {
+		hosts += fmt.Sprintf(" and %d more", len(p.Allow)-maxNamedHosts)
+	}
+	if hosts == "" {
+		hosts = "none"
+	}
+	return "HTTP and HTTPS to the allowed hosts only (" + hosts + "), through the proxy that http_proxy and " +
+		"https_proxy name, which urllib, http.client and most libraries use; any other host is refused with HTTP 403"
+}

@@ -422,3 +422,17 @@ func BenchmarkDownload(b *testing.B) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestDescribe(t *testing.T) {
+	var allow []string
+	for i := range 22 {
+		allow = append(allow, fmt.Sprintf("h%d.test:443", i))
+	}
+	got := egress.Policy{Allow: allow}.Describe()
+	if !strings.Contains(got, "h19.test:443 and 2 more)") || strings.Contains(got, "h20.test") {
+		t.Fatalf("Describe of 22 hosts: %q; want 20 named and the rest counted", got)
+	}
+	if got := (egress.Policy{}).Describe(); !strings.Contains(got, "(none)") {
+		t.Fatalf("Describe of no hosts: %q", got)
+	}
+}

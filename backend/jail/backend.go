@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"strings"
 
 	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/internal/launch"
@@ -68,22 +67,7 @@ func (b *Backend) DescribeNetwork() string {
 	if b.Egress == nil {
 		return transport.NoNetwork
 	}
-	return describeEgress(b.Egress.Allow)
-}
-
-// describeEgress is the network sentence of a jail whose code may reach
-// the hosts allow lists, naming at most maxNamedHosts of them.
-func describeEgress(allow []string) string {
-	const maxNamedHosts = 20
-	hosts := strings.Join(allow[:min(len(allow), maxNamedHosts)], ", ")
-	if len(allow) > maxNamedHosts {
-		hosts += fmt.Sprintf(" and %d more", len(allow)-maxNamedHosts)
-	}
-	if hosts == "" {
-		hosts = "none"
-	}
-	return "HTTP and HTTPS to the allowed hosts only (" + hosts + "), through the proxy that http_proxy and " +
-		"https_proxy name, which urllib, http.client and most libraries use; any other host is refused with HTTP 403"
+	return b.Egress.Describe()
 }
 
 // Name identifies the backend and its interpreter, for example
