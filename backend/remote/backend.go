@@ -5,20 +5,22 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/adk-codemode/codemode/internal/observe"
-	"go.opentelemetry.io/otel/attribute"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/observe"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/transport"
@@ -93,11 +95,20 @@ type Config struct {
 	// Logger receives the sandbox's log frames and the retries. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Egress declares the egress allowlist the sandbox server enforces
+	// (codemode-sandbox --listen --jail --egress), entries as in
+	// egress.Policy.Allow. The server reports its list when a session
+	// starts, and a session whose server reports another list, or none,
+	// is refused; [Backend.DescribeNetwork] then names these hosts to the
+	// model. Empty expects a server that reports no list, and says
+	// nothing of the network, which the sandbox's platform sets.
+	Egress []string
 }
 
 // Backend opens sessions with remote sandbox servers.
 type Backend struct {
 	cfg    Config
+	egress []string           // cfg.Egress, normalised (wsproto.NormalizeEgress)
 	stream wsproto.Options    // the connection's bounds, from cfg
 	files  wsproto.FileLimits // the files message's, from cfg
 	dialer websocket.Dialer
@@ -141,11 +152,18 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	declared, err := wsproto.NormalizeEgress(cfg.Egress)
+	if err == nil && len(cfg.Egress) > 0 {
+		_, err = egress.New(egress.Policy{Allow: cfg.Egress})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("remote: Config.Egress: %w", err)
+	}
 	proxy := cfg.Proxy
 	if proxy == nil {
 		proxy = http.ProxyFromEnvironment
 	}
-	b := &Backend{cfg: cfg, stream: wsproto.Options{
+	b := &Backend{cfg: cfg, egress: declared, stream: wsproto.Options{
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		IdleTimeout:     cfg.IdleTimeout,
 		ResumeWindow:    cfg.ResumeWindow,
@@ -187,6 +205,17 @@ func wsURL(raw string) (string, error) {
 		u.Path = "/"
 	}
 	return u.String(), nil
+}
+
+// DescribeNetwork names the hosts of Config.Egress, which the server was
+// checked to enforce when the session started
+// ([transport.NetworkDescriber]); without Config.Egress it is "", as the
+// sandbox's network is its platform's.
+func (b *Backend) DescribeNetwork() string {
+	if len(b.cfg.Egress) == 0 {
+		return ""
+	}
+	return egress.Policy{Allow: b.cfg.Egress}.Describe()
 }
 
 // Name is "remote:" and Config.Name, or the URL without user or query.
@@ -259,8 +288,13 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 		}
 		observe.Event(ctx, "codemode.sandbox.provisioned")
 	}
-	ws, err := b.dial(ctx, target, "")
+	ws, header, err := b.dial(ctx, target, "")
 	if err != nil {
+		release()
+		return nil, err
+	}
+	if err := b.checkEgress(target, header); err != nil {
+		_ = ws.Close()
 		release()
 		return nil, err
 	}
@@ -277,7 +311,7 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 		Dial: func(ctx context.Context, credential string) (*websocket.Conn, error) {
 			attempts++
 			started := time.Now()
-			ws, err := b.dial(ctx, target, credential)
+			ws, _, err := b.dial(ctx, target, credential)
 			observe.Resumed(ctx, b.Name(), attempts, started, err)
 			if err != nil {
 				b.cfg.Logger.Warn("remote: resuming the session failed", "sandbox", redact(target), "err", err)
@@ -301,9 +335,43 @@ func (b *Backend) start(ctx context.Context, cfg transport.SessionConfig) (trans
 	return s, nil
 }
 
+// EgressMismatchError is the refusal of a session whose server enforces
+// another egress allowlist than Config.Egress declares.
+type EgressMismatchError struct {
+	URL      string
+	Declared []string // Config.Egress, normalised
+	Enforced []string // what the server reported
+}
+
+func (e *EgressMismatchError) Error() string {
+	list := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return strings.Join(l, ", ")
+	}
+	return fmt.Sprintf("remote: the sandbox at %s enforces the egress allowlist [%s], but this host declares [%s] "+
+		"(remote.Config.Egress, codemode --egress): make them the same, so that the model is told what the code can reach "+
+		"(a server without --egress, or older than egress, reports none)", e.URL, list(e.Enforced), list(e.Declared))
+}
+
+// checkEgress compares the egress allowlist a server reported in its
+// handshake response with the declared one.
+func (b *Backend) checkEgress(target string, h http.Header) error {
+	enforced, err := wsproto.ParseEgress(h.Get(wsproto.EgressHeader))
+	if err != nil {
+		return fmt.Errorf("remote: the sandbox at %s reported an egress allowlist this host cannot read: %w", redact(target), err)
+	}
+	if !slices.Equal(enforced, b.egress) {
+		return &EgressMismatchError{URL: redact(target), Declared: b.egress, Enforced: enforced}
+	}
+	return nil
+}
+
 // dial opens the WebSocket, with this connection's token and, to resume
-// a session, its resume credential.
-func (b *Backend) dial(ctx context.Context, target, resume string) (*websocket.Conn, error) {
+// a session, its resume credential. It returns the headers of the
+// server's handshake response too.
+func (b *Backend) dial(ctx context.Context, target, resume string) (*websocket.Conn, http.Header, error) {
 	h := http.Header{}
 	for k, v := range b.cfg.Header {
 		h[k] = v
@@ -318,7 +386,7 @@ func (b *Backend) dial(ctx context.Context, target, resume string) (*websocket.C
 	case b.cfg.Token != nil:
 		tok, err := b.cfg.Token(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("remote: the token source: %w", err)
+			return nil, nil, fmt.Errorf("remote: the token source: %w", err)
 		}
 		h.Set("Authorization", "Bearer "+tok)
 	}
@@ -329,18 +397,18 @@ func (b *Backend) dial(ctx context.Context, target, resume string) (*websocket.C
 		if resp != nil {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 			resp.Body.Close()
-			return nil, &HandshakeError{URL: redact(target), StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+			return nil, nil, &HandshakeError{URL: redact(target), StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 		}
 		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-			return nil, fmt.Errorf("remote: connect to %s: no WebSocket handshake within %s: %w", redact(target), b.cfg.ConnectTimeout, err)
+			return nil, nil, fmt.Errorf("remote: connect to %s: no WebSocket handshake within %s: %w", redact(target), b.cfg.ConnectTimeout, err)
 		}
-		return nil, fmt.Errorf("remote: connect to %s: %w", redact(target), err)
+		return nil, nil, fmt.Errorf("remote: connect to %s: %w", redact(target), err)
 	}
 	if ws.Subprotocol() != wsproto.Subprotocol {
 		_ = ws.Close()
-		return nil, fmt.Errorf("remote: %s is not a codemode sandbox server: it did not accept the %s subprotocol", redact(target), wsproto.Subprotocol)
+		return nil, nil, fmt.Errorf("remote: %s is not a codemode sandbox server: it did not accept the %s subprotocol", redact(target), wsproto.Subprotocol)
 	}
-	return ws, nil
+	return ws, resp.Header, nil
 }
 
 func redact(raw string) string {

@@ -48,6 +48,12 @@ type Config struct {
 	// namespace jail). The files then go to it rather than to
 	// Session.FilesDir. Nil runs the worker as a child of this process.
 	ServeSession func(ctx context.Context, stream io.ReadWriteCloser, files map[string][]byte) error
+	// Egress is the egress allowlist the session's code is held to (set
+	// by ServeSession's sandbox, which enforces it), reported to the
+	// client in the wsproto.EgressHeader of the session's first
+	// connection, so that the host can check it against the list it
+	// expects. Empty sends no header: the code has no egress.
+	Egress []string
 }
 
 // Validate reports what is wrong with c, if anything. [Serve] calls it;
@@ -63,6 +69,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("wsserve: the secret is %d bytes; use at least %d random bytes", len(c.Secret), wsproto.MinSecretBytes)
 	case c.Session.FilesDir == "":
 		return errors.New("wsserve: Session.FilesDir is required: the directory the tools package is written to")
+	case len(c.Egress) > 0 && c.ServeSession == nil:
+		return errors.New("wsserve: Egress is set without ServeSession: only a sandbox of ServeSession's enforces an egress allowlist")
+	}
+	if _, err := wsproto.FormatEgress(c.Egress); err != nil {
+		return fmt.Errorf("wsserve: Egress: %w", err)
 	}
 	if st, err := os.Stat(c.Session.FilesDir); err != nil {
 		return fmt.Errorf("wsserve: the files directory: %w", err)

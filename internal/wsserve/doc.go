@@ -19,6 +19,9 @@
 //     ended), and it then replaces the session's connection.
 //
 // With no secret the server refuses to start unless InsecureNoAuth is set.
+// The response that accepts a session's first connection carries, when
+// Config.Egress is set, the wsproto.EgressHeader: the allowlist the
+// session's code is held to.
 //
 // # The session
 //

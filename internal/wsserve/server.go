@@ -110,7 +110,12 @@ func (s *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		HandshakeTimeout: time.Until(start.Add(s.cfg.HandshakeTimeout)),
 		Subprotocols:     []string{wsproto.Subprotocol},
 	}
-	ws, err := up.Upgrade(w, r, nil)
+	var h http.Header
+	if len(s.cfg.Egress) > 0 {
+		v, _ := wsproto.FormatEgress(s.cfg.Egress) // checked by Validate
+		h = http.Header{wsproto.EgressHeader: {v}}
+	}
+	ws, err := up.Upgrade(w, r, h)
 	if err != nil {
 		s.ended <- fmt.Errorf("wsserve: the WebSocket handshake failed: %w", err)
 		return
