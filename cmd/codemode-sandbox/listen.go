@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/wsserve"
 )
@@ -33,6 +34,9 @@ type listenFlags struct {
 	resumeWindow     time.Duration
 	tokenLifetime    time.Duration
 	jail             bool
+
+	egress               listValue
+	egressAllowAddresses listValue
 }
 
 func (l *listenFlags) register(fs *flag.FlagSet) {
@@ -47,6 +51,10 @@ func (l *listenFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.tokenLifetime, "max-token-lifetime", 0, "with --listen: the furthest ahead a token's expiry may lie (default 5m)")
 	fs.BoolVar(&l.jail, "jail", false, "with --listen: run the session's worker in the namespace jail, where the host or container allows user namespaces and the server runs as root; "+
 		"the server then logs what the jail enforces. Without it, the container is the boundary")
+	fs.Var(&l.egress, "egress", "with --listen --jail: let the code reach `host:port` (or *.suffix:port) through the server's egress proxy, "+
+		"which resolves and connects from the server's side; repeat it or separate entries with commas. Without it the code has no network")
+	fs.Var(&l.egressAllowAddresses, "egress-allow-address", "with --egress: an address or `prefix` (10.0.0.0/8) that allowed hosts may resolve to "+
+		"though the proxy refuses it by default (private, loopback, link-local...); repeatable")
 }
 
 // serve runs the WebSocket server until its one session ends.
@@ -62,6 +70,11 @@ func (l *listenFlags) serve(ctx context.Context, cfg server.Config, stderr io.Wr
 			return fail(fmt.Errorf("--listen %q: %w (write host:port, for example 0.0.0.0:8080)", addr, err))
 		}
 		addr = net.JoinHostPort(host, port)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	policy, err := l.egressPolicy(addr, logger)
+	if err != nil {
+		return fail(err)
 	}
 	secret := os.Getenv(secretEnv)
 	_ = os.Unsetenv(secretEnv) // nothing started from here needs it
@@ -88,18 +101,22 @@ func (l *listenFlags) serve(ctx context.Context, cfg server.Config, stderr io.Wr
 		InsecureNoAuth:   l.insecureNoAuth,
 		MaxTokenLifetime: l.tokenLifetime,
 		HandshakeTimeout: l.handshakeTimeout,
-		Logger:           slog.New(slog.NewTextHandler(stderr, nil)),
+		Logger:           logger,
 	}
 	wcfg.Stream.MaxMessageBytes = l.maxMessage
 	wcfg.Stream.IdleTimeout = l.idleTimeout
 	wcfg.Stream.ResumeWindow = l.resumeWindow
 	wcfg.Files.MaxBytes = l.maxFiles
 	if l.jail {
-		serveSession, err := jailed(ctx, cfg, wcfg.Logger)
+		serveSession, err := jailed(ctx, cfg, policy, wcfg.Logger)
 		if err != nil {
 			return fail(err)
 		}
 		wcfg.ServeSession = serveSession
+		if policy != nil {
+			wcfg.Egress = policy.Allow
+		}
+		logEgress(logger, policy)
 	} else if err := holdToPolicy(); err != nil {
 		return fail(fmt.Errorf("load the sandbox's system-call policy (seccomp): %w", err))
 	}
@@ -135,10 +152,10 @@ func removeAll(dir string) {
 // jailed checks that this host can build the namespace jail, logs what a
 // jail here enforces, and returns what serves each session with its
 // worker in a fresh jail.
-func jailed(ctx context.Context, cfg server.Config, logger *slog.Logger) (func(context.Context, io.ReadWriteCloser, map[string][]byte) error, error) {
+func jailed(ctx context.Context, cfg server.Config, policy *egress.Policy, logger *slog.Logger) (func(context.Context, io.ReadWriteCloser, map[string][]byte) error, error) {
 	// Cold: the process serves one session, so a template would not be
 	// repaid.
-	b := &jail.Backend{Config: jail.Config{Python: cfg.Python}, MaxOutputBytes: cfg.MaxOutputBytes, Cold: true}
+	b := &jail.Backend{Config: jail.Config{Python: cfg.Python}, MaxOutputBytes: cfg.MaxOutputBytes, Cold: true, Egress: policy}
 	report, err := jail.Check(ctx, b.Config)
 	var denied *fs.PathError // the jail's first process, refused
 	if uid := os.Geteuid(); uid != 0 && errors.As(err, &denied) && denied.Op == "fork/exec" && errors.Is(denied.Err, syscall.EACCES) {

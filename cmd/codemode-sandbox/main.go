@@ -82,6 +82,10 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 		}
 		return l.serve(ctx, cfg, stderr)
 	}
+	if len(l.egress) > 0 || len(l.egressAllowAddresses) > 0 {
+		fmt.Fprintln(stderr, "codemode-sandbox: --egress is for --listen --jail, where the server's own proxy enforces it")
+		return 2
+	}
 	if *filesOverStdin {
 		if err := receiveFiles(stdin, cfg.FilesDir, l.maxFiles); err != nil {
 			fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/adk-codemode/codemode/egress"
+)
+
+// testResolveEnv names the variable by which the tests map host names to
+// 127.0.0.1 for the egress proxy ("a.test,b.test"), so that an allowlist
+// of test names reaches loopback servers. It is for testing only: it is
+// honoured only by a server that listens on a loopback address, maps
+// names to loopback and nothing else, and is logged as a warning.
+const testResolveEnv = "CODEMODE_SANDBOX_TEST_RESOLVE"
+
+// listValue is a flag that may be repeated, each value a comma-separated
+// list.
+type listValue []string
+
+func (l *listValue) String() string { return strings.Join(*l, ",") }
+
+func (l *listValue) Set(v string) error {
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			*l = append(*l, e)
+		}
+	}
+	return nil
+}
+
+// egressPolicy is the policy of --egress and --egress-allow-address, nil
+// without them; addr is the address the server listens on.
+func (l *listenFlags) egressPolicy(addr string, logger *slog.Logger) (*egress.Policy, error) {
+	_, testing := os.LookupEnv(testResolveEnv)
+	names := os.Getenv(testResolveEnv)
+	_ = os.Unsetenv(testResolveEnv)
+	if len(l.egress) == 0 {
+		if len(l.egressAllowAddresses) > 0 {
+			return nil, errors.New("--egress-allow-address is for --egress: it lets hosts on the allowlist resolve to the addresses it names")
+		}
+		return nil, nil
+	}
+	if !l.jail {
+		return nil, errors.New("--egress needs --jail: the allowlist is enforced by a proxy on the jail's host side, and without the jail " +
+			"the container is the boundary and its network is the operator's to set (give it none, or restrict it with the platform's own egress rules)")
+	}
+	p := &egress.Policy{Allow: l.egress, Logger: logger}
+	for _, s := range l.egressAllowAddresses {
+		pf, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("--egress-allow-address %q: not an address or a prefix (write 10.0.0.0/8 or 10.1.2.3)", s)
+			}
+			pf = netip.PrefixFrom(a, a.BitLen())
+		}
+		p.AllowAddresses = append(p.AllowAddresses, pf.Masked())
+	}
+	if testing {
+		host, _, err := net.SplitHostPort(addr)
+		ip, perr := netip.ParseAddr(host)
+		if err != nil || perr != nil || !ip.IsLoopback() {
+			return nil, fmt.Errorf("$%s is for tests only, and is honoured only by a server that listens on a loopback address, not %s: unset it", testResolveEnv, addr)
+		}
+		r := loopbackResolver{}
+		for _, n := range strings.Split(names, ",") {
+			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+				r[n] = true
+			}
+		}
+		p.Resolver = r
+		logger.Warn("testing: the egress proxy resolves these names to 127.0.0.1 ($"+testResolveEnv+")", "names", names)
+	}
+	if _, err := egress.New(*p); err != nil {
+		return nil, fmt.Errorf("--egress: %w", err)
+	}
+	return p, nil
+}
+
+// loopbackResolver resolves the names it holds to 127.0.0.1 and no
+// other: the resolver of $CODEMODE_SANDBOX_TEST_RESOLVE.
+type loopbackResolver map[string]bool
+
+func (r loopbackResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if r[strings.ToLower(strings.TrimSuffix(host, "."))] {
+		return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host (testing: $" + testResolveEnv + " does not name it)", Name: host, IsNotFound: true}
+}
+
+// logEgress logs the policy a jailed server's sessions are held to.
+func logEgress(logger *slog.Logger, p *egress.Policy) {
+	if p == nil {
+		logger.Info("egress: none: code has no network")
+		return
+	}
+	addrs := make([]string, len(p.AllowAddresses))
+	for i, pf := range p.AllowAddresses {
+		addrs[i] = pf.String()
+	}
+	logger.Info("egress: code reaches only these hosts, through the server's proxy",
+		"allow", strings.Join(p.Allow, ","), "allow addresses", strings.Join(addrs, ","),
+		"max connections", egress.DefaultMaxConnections, "max bytes", egress.DefaultMaxBytes, "max connection duration", egress.DefaultMaxConnDuration)
+}
