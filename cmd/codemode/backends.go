@@ -52,8 +52,16 @@ func backendNames() string {
 const remoteTokenEnv = "CODEMODE_REMOTE_TOKEN"
 
 // newBackend returns the backend called name; url is for remote only,
-// image for docker only.
-func newBackend(name, python, url, image string) (transport.Backend, error) {
+// image for docker only. eg is the egress flags: the jail's policy, or
+// for remote the list the server must enforce.
+func newBackend(name, python, url, image string, eg *egressFlags) (transport.Backend, error) {
+	policy, err := eg.policy()
+	if err != nil {
+		return nil, err
+	}
+	if policy != nil && name != "jail" && name != "remote" {
+		return nil, fmt.Errorf("--egress is not supported by the %s backend: use the jail backend, or a remote sandbox server started with --jail --egress", name)
+	}
 	if image != "" && name != "docker" {
 		return nil, fmt.Errorf("--image is for --backend docker, not %s", name)
 	}
@@ -70,7 +78,10 @@ func newBackend(name, python, url, image string) (transport.Backend, error) {
 		if url == "" {
 			return nil, errors.New("--backend remote needs --url, the sandbox server's address")
 		}
-		return remoteBackend(url, 0)
+		if len(eg.addresses) > 0 {
+			return nil, errors.New("--egress-allow-address is not for --backend remote: the sandbox server enforces its own (codemode-sandbox --egress-allow-address); --egress declares the hosts it allows")
+		}
+		return remoteBackend(url, 0, eg.allow)
 	}
 	if url != "" {
 		return nil, fmt.Errorf("--url is for --backend remote, not %s", name)
@@ -79,14 +90,19 @@ func newBackend(name, python, url, image string) (transport.Backend, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q (choose one of: %s)", name, backendNames())
 	}
-	return b.open(python), nil
+	be := b.open(python)
+	if j, ok := be.(*jail.Backend); ok {
+		j.Egress = policy
+	}
+	return be, nil
 }
 
 // remoteBackend is a sandbox server at url, authenticated with tokens
 // signed from $CODEMODE_REMOTE_TOKEN (without it, with none: for a server
-// run with --insecure-no-auth). attempts of zero means the default.
-func remoteBackend(url string, attempts int) (*remote.Backend, error) {
-	cfg := remote.Config{URL: url, StartAttempts: attempts}
+// run with --insecure-no-auth). attempts of zero means the default;
+// egress is the allowlist the server must report.
+func remoteBackend(url string, attempts int, egress []string) (*remote.Backend, error) {
+	cfg := remote.Config{URL: url, StartAttempts: attempts, Egress: egress}
 	if secret := os.Getenv(remoteTokenEnv); secret != "" {
 		cfg.Secret = []byte(secret)
 	}

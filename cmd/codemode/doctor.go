@@ -31,6 +31,11 @@ accepts this host's token (from $CODEMODE_REMOTE_TOKEN), and a round trip
 of code and a tool call; then prints what the sandbox reports. This uses
 up the server's one session.
 
+With --egress (and --egress-allow-address), shows the egress policy exec
+and mcp would apply with the same flags: the hosts allowed, what the
+proxy refuses by default, and its bounds; without, says that code has no
+network. With --url, --egress is the list the server must report.
+
 Flags:
 `
 
@@ -42,11 +47,22 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
 	url := fs.String("url", "", "check the remote sandbox server at `address` instead")
 	image := fs.String("image", "", "the docker column's sandbox `image` (default "+docker.DefaultImage+")")
+	var eg egressFlags
+	eg.register(fs)
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
+	policy, err := eg.policy()
+	if err != nil {
+		fmt.Fprintf(stderr, "codemode doctor: %v\n", err)
+		return 2
+	}
 	if *url != "" {
-		return doctorRemote(*url, stdout, stderr)
+		if len(eg.addresses) > 0 {
+			fmt.Fprintln(stderr, "codemode doctor: --egress-allow-address is not for --url: the sandbox server enforces its own")
+			return 2
+		}
+		return doctorRemote(*url, eg.allow, stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -65,6 +81,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		coldCol: column{ok: jerr == nil}, forkedCol: column{ok: jerr == nil && ferr == nil}, dockerCol: column{ok: derr == nil},
 	}
 	t.write(stdout)
+	fmt.Fprintln(stdout)
+	writeEgress(stdout, policy, "the jail backend's, enforced by a proxy on this host that the jail reaches through a socket")
 	if jerr == nil && ferr != nil {
 		fmt.Fprintf(stdout, "\njail (forked): %v\n", ferr)
 	}

@@ -16,13 +16,14 @@ import (
 )
 
 // doctorRemote checks a remote sandbox server: health, auth, a round trip.
-func doctorRemote(url string, stdout, stderr io.Writer) int {
+// egress is the allowlist the server must report (--egress).
+func doctorRemote(url string, egress []string, stdout, stderr io.Writer) int {
 	fail := func(step string, err error) int {
 		fmt.Fprintf(stdout, "%s: FAILED\n", step)
 		fmt.Fprintf(stderr, "\ncodemode doctor: %s: %v\n", step, err)
 		return 1
 	}
-	b, err := remoteBackend(url, 1)
+	b, err := remoteBackend(url, 1, egress)
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode doctor: %v\n", err)
 		return 2
@@ -46,6 +47,10 @@ func doctorRemote(url string, stdout, stderr io.Writer) int {
 		if errors.As(err, &he) && he.StatusCode == http.StatusUnauthorized {
 			return fail("auth", fmt.Errorf("%w (is $%s the server's CODEMODE_SANDBOX_TOKEN?)", err, remoteTokenEnv))
 		}
+		var me *remote.EgressMismatchError
+		if errors.As(err, &me) {
+			return fail("egress", err)
+		}
 		return fail("session", err)
 	}
 	defer s.Close()
@@ -54,6 +59,11 @@ func doctorRemote(url string, stdout, stderr io.Writer) int {
 		mode = "none ($" + remoteTokenEnv + " is unset; the server runs with --insecure-no-auth)"
 	}
 	fmt.Fprintf(stdout, "auth: ok, %s\n", mode)
+	if len(egress) == 0 {
+		fmt.Fprintln(stdout, "egress: the server reports no allowlist: with --jail its code has no network; without, the container's network is the platform's")
+	} else {
+		fmt.Fprintf(stdout, "egress: the server enforces the declared allowlist (%s) through its own proxy\n", strings.Join(egress, ", "))
+	}
 	env := s.Environment()
 	fmt.Fprintf(stdout, "session ready in %s: Python %s, %d importable packages\n", time.Since(start).Round(100*time.Microsecond), env.PythonVersion, len(env.Packages))
 

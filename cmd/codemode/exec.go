@@ -58,6 +58,8 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	url := fs.String("url", "", "with --backend remote: the sandbox server's `address` (its secret comes from $"+remoteTokenEnv+")")
 	image := fs.String("image", "", "with --backend docker: the sandbox `image` (default "+docker.DefaultImage+", which `make image` builds); the engine is found as the docker CLI finds it ($DOCKER_HOST, $DOCKER_CONTEXT, the current context)")
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
+	var eg egressFlags
+	eg.register(fs)
 	timeout := fs.Duration("timeout", 60*time.Second, "time limit per block; 0 means none")
 	grace := fs.Duration("grace", time.Second, "how long an interrupted block may take to stop before the worker is reset")
 	asJSON := fs.Bool("json", false, "print one JSON object per block")
@@ -90,7 +92,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "codemode exec: --timeout must not be negative")
 		return 2
 	}
-	b, err := newBackend(*backend, *python, *url, *image)
+	b, err := newBackend(*backend, *python, *url, *image, &eg)
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode exec: %v\n", err)
 		return 2

@@ -175,7 +175,7 @@ func TestDoctor(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"pid namespace", "seccomp filter", "net namespace (no network)", "session start, no pool", "jail session ready"} {
+	for _, want := range []string{"pid namespace", "seccomp filter", "net namespace (no network)", "session start, no pool", "jail session ready", "egress: none: code has no network"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}

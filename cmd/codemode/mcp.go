@@ -205,6 +205,8 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	url := fs.String("url", "", "with --backend remote: the sandbox server's `address` (its secret comes from $"+remoteTokenEnv+")")
 	image := fs.String("image", "", "with --backend docker: the sandbox `image` (default "+docker.DefaultImage+")")
 	python := fs.String("python", "", "interpreter `path` (default: /usr/bin/python3, else python3 on PATH)")
+	var eg egressFlags
+	eg.register(fs)
 	timeout := fs.Duration("timeout", codemode.DefaultTimeout, "time limit per execute call; 0 means none")
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "client sessions that may hold a sandbox at a time")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "close the sandbox of a client session idle this long")
@@ -235,7 +237,7 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(up.toolsets) == 0 {
 		fmt.Fprintln(stderr, "codemode mcp: note: no upstreams (--mcp, --mcp-url, --openapi or --config): the code can call no tools")
 	}
-	b, err := newBackend(*backend, *python, *url, *image)
+	b, err := newBackend(*backend, *python, *url, *image, &eg)
 	if err != nil {
 		fmt.Fprintf(stderr, "codemode mcp: %v\n", err)
 		return 2
@@ -243,7 +245,7 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *backend == "jail" {
 		// A server opens many sessions: fork them from a template, which
 		// Close stops.
-		b = &jail.Backend{Config: jail.Config{Python: *python}}
+		b = &jail.Backend{Config: jail.Config{Python: *python}, Egress: b.(*jail.Backend).Egress}
 	}
 	if c, ok := b.(io.Closer); ok {
 		defer c.Close()

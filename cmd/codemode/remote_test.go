@@ -117,7 +117,7 @@ func TestDoctorRemote(t *testing.T) {
 		addr := listenServer(t, cliSecret)
 		t.Setenv(remoteTokenEnv, cliSecret)
 		code, out, errs := runCLI(t, "", "doctor", "--url", "http://"+addr)
-		for _, want := range []string{"health: ok", "auth: ok, a token signed", "session ready", "Python 3.", "round trip (a block with one tool call): ok"} {
+		for _, want := range []string{"health: ok", "auth: ok, a token signed", "session ready", "Python 3.", "round trip (a block with one tool call): ok", "egress: the server reports no allowlist"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q", want)
 			}
@@ -131,6 +131,14 @@ func TestDoctorRemote(t *testing.T) {
 		t.Setenv(remoteTokenEnv, "not-the-secret-0123456789")
 		code, out, errs := runCLI(t, "", "doctor", "--url", "ws://"+addr)
 		if code != 1 || !strings.Contains(out, "health: ok") || !strings.Contains(out, "auth: FAILED") || !strings.Contains(errs, "401") {
+			t.Errorf("exit %d\n%s\n%s", code, out, errs)
+		}
+	})
+	t.Run("egress declared, none enforced", func(t *testing.T) {
+		addr := listenServer(t, cliSecret)
+		t.Setenv(remoteTokenEnv, cliSecret)
+		code, out, errs := runCLI(t, "", "doctor", "--url", "http://"+addr, "--egress", "api.example.com:443")
+		if code != 1 || !strings.Contains(out, "egress: FAILED") || !strings.Contains(errs, "enforces the egress allowlist [none], but this host declares [api.example.com:443]") {
 			t.Errorf("exit %d\n%s\n%s", code, out, errs)
 		}
 	})

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+
+	"github.com/adk-codemode/codemode/egress"
+)
+
+// egressFlags are --egress and --egress-allow-address, which exec, mcp
+// and doctor share.
+type egressFlags struct {
+	allow, addresses listValue
+}
+
+func (e *egressFlags) register(fs *flag.FlagSet) {
+	fs.Var(&e.allow, "egress", "let the code reach `host:port` (or *.suffix:port) through the egress proxy, and nothing else; repeat it or separate entries with commas. "+
+		"For the jail backend; with --backend remote, the list the server enforces (codemode-sandbox --egress), which the session is refused unless it matches. Without it the code has no network")
+	fs.Var(&e.addresses, "egress-allow-address", "with --egress: an address or `prefix` (10.0.0.0/8) that allowed hosts may resolve to though the proxy refuses it by default "+
+		"(private, loopback, link-local...); repeatable")
+}
+
+// policy is the jail's egress policy of the flags, nil without --egress.
+func (e *egressFlags) policy() (*egress.Policy, error) {
+	if len(e.allow) == 0 {
+		if len(e.addresses) > 0 {
+			return nil, fmt.Errorf("--egress-allow-address is for --egress: it lets hosts on the allowlist resolve to the addresses it names")
+		}
+		return nil, nil
+	}
+	p := &egress.Policy{Allow: e.allow}
+	for _, s := range e.addresses {
+		pf, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("--egress-allow-address %q: not an address or a prefix (write 10.0.0.0/8 or 10.1.2.3)", s)
+			}
+			pf = netip.PrefixFrom(a, a.BitLen())
+		}
+		p.AllowAddresses = append(p.AllowAddresses, pf.Masked())
+	}
+	if _, err := egress.New(*p); err != nil {
+		return nil, fmt.Errorf("--egress: %w", err)
+	}
+	return p, nil
+}
+
+// listValue is a flag that may be repeated, each value a comma-separated
+// list.
+type listValue []string
+
+func (l *listValue) String() string { return strings.Join(*l, ",") }
+
+func (l *listValue) Set(v string) error {
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			*l = append(*l, e)
+		}
+	}
+	return nil
+}
+
+// writeEgress writes the egress policy a session would get: where is
+// who enforces it, for the heading.
+func writeEgress(w io.Writer, p *egress.Policy, where string) {
+	if p == nil {
+		fmt.Fprintln(w, "egress: none: code has no network (allow hosts with --egress host:port)")
+		return
+	}
+	fmt.Fprintf(w, "egress: %s\n", where)
+	fmt.Fprintf(w, "  allowed hosts:     %s\n", strings.Join(p.Allow, ", "))
+	if len(p.AllowAddresses) > 0 {
+		addrs := make([]string, len(p.AllowAddresses))
+		for i, pf := range p.AllowAddresses {
+			addrs[i] = pf.String()
+		}
+		fmt.Fprintf(w, "  allowed addresses: %s (--egress-allow-address)\n", strings.Join(addrs, ", "))
+	}
+	fmt.Fprintln(w, "  refused addresses: loopback, private, link-local (cloud metadata), unique-local, multicast, unspecified, "+
+		"carrier-grade NAT, reserved and documentation ranges, the other cloud metadata addresses, this host's own; "+
+		"a name is resolved by the proxy, checked, and connected to at the address checked")
+	fmt.Fprintf(w, "  bounds per session: %d connections at once, %d MiB both ways, %s per connection; redirects are not followed\n",
+		egress.DefaultMaxConnections, egress.DefaultMaxBytes>>20, egress.DefaultMaxConnDuration)
+	fmt.Fprintln(w, "  the model is told: "+p.Describe())
+}
