@@ -28,6 +28,16 @@
 // suite), and a lost connection is a *transport.ConnectionError whose
 // Stage says whether the block may have run.
 //
+// # Egress
+//
+// A server started with --jail --egress holds its sessions' code to an
+// egress allowlist, enforced by a proxy in the server's own process, and
+// reports the list in its handshake response (wsproto.EgressHeader).
+// [Config.Egress] declares the list the host expects: a session whose
+// server reports another, or none, is refused with an
+// [*EgressMismatchError] that names both, and [Backend.DescribeNetwork]
+// names the declared hosts to the model, which the check makes true.
+//
 // # Lost connections
 //
 // When the WebSocket breaks, the session does not: the backend dials the

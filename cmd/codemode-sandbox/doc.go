@@ -22,7 +22,12 @@
 // so). With --listen --jail each session's worker runs in the namespace
 // jail (backend/jail's Backend.ServeSession), where the container lets the
 // server make user namespaces, and the server logs once, at start, what a
-// jail here enforces.
+// jail here enforces. With --jail, --egress HOST:PORT (repeatable) lets
+// each session's code reach those hosts through a proxy in the server's
+// process, and nothing else; the server logs the policy at start and
+// reports the list to the client when the session starts. --egress
+// without --jail is refused: the container is then the boundary, and its
+// network is the operator's.
 //
 // --python names the interpreter by path, or by a name looked up on PATH
 // (the default, python3). The interpreter and --workdir, which must be a
