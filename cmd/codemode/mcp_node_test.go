@@ -98,8 +98,10 @@ type scenarioStep struct {
 // document on loopback as its upstreams, with the official TypeScript
 // SDK's client, over stdio and over streamable HTTP on loopback: list,
 // search, describe, an execute whose Python calls tools of all three, a
-// variable kept across two calls, a typed error, and a cancellation that
-// interrupts a block.
+// variable kept across two calls, a typed error, a cancellation that
+// interrupts a block, progress notifications of a long block, a tool that
+// needs approval approved and declined through elicitation, and an
+// upstream killed mid-session.
 func TestMCPTypeScriptClient(t *testing.T) {
 	sdk := npmPackage(t, sdkPackage, sdkVersion, sdkEntry)
 	everything := filepath.Join(npmPackage(t, everythingPackage, everythingVersion, everythingEntry), everythingEntry)
@@ -122,9 +124,9 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	spec := greeter(t)
 	t.Setenv("GREETER_KEY", "sesame")
 	t.Setenv("NOTES_PATH", notes)
-	serverArgs := []string{"mcp", "--backend", backend, "--timeout", "2m",
+	serverArgs := []string{"mcp", "--backend", backend, "--timeout", "2m", "--progress-interval", "500ms",
 		"--mcp", "everything=node " + everything + " stdio",
-		"--mcp", "files=node " + files + " " + notesDir,
+		"--mcp", "files=node " + files + " " + notesDir, "--approve", "files.write_file",
 		"--openapi", "greeter=" + spec, "--openapi-auth", "greeter.key=GREETER_KEY"}
 
 	t.Run("stdio", func(t *testing.T) {
@@ -136,6 +138,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Logf("tools/list: %s bytes through codemode mcp; %s bytes from server-everything itself", steps["list-bytes"].Text, steps["upstream-list-bytes"].Text)
 	})
 	t.Run("http", func(t *testing.T) {
+		// The approval step writes this file again.
+		_ = os.Remove(filepath.Join(notesDir, "approved.txt"))
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		srv := exec.CommandContext(ctx, bin, append(serverArgs, "--http", "127.0.0.1:0")...)
@@ -163,7 +167,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		}()
 		select {
 		case u := <-url:
-			checkScenario(t, runScenario(t, []string{script, sdk, "http", u}))
+			checkScenario(t, runScenario(t, []string{script, sdk, "http", u}, "CODEMODE_PID="+strconv.Itoa(srv.Process.Pid)))
 		case <-time.After(time.Minute):
 			t.Fatal("codemode mcp --http did not say where it serves")
 		}
@@ -225,4 +229,23 @@ func checkScenario(t *testing.T, steps map[string]scenarioStep) {
 	if ms, err := strconv.Atoi(steps["cancel-ms"].Text); err != nil || ms > 30_000 {
 		t.Errorf("the cancelled block was not interrupted: the next call came back %s ms after the cancelled one began", steps["cancel-ms"].Text)
 	}
+	check("progress", func(s scenarioStep) bool { return !s.IsError && s.Text == "done\n" }, "the long block's output")
+	if n, err := strconv.Atoi(steps["progress-count"].Text); err != nil || n < 2 {
+		t.Errorf("a 2.5 s block asked with a progress token, reported on every 500 ms: got %s progress notifications, want 2 or more", steps["progress-count"].Text)
+	}
+	check("approve", func(s scenarioStep) bool {
+		return !s.IsError && strings.Contains(s.Text, "written with approval") && strings.Contains(s.Text, "kept: The sum")
+	}, "the approved write_file done, read back, and the session's variables kept")
+	check("decline", func(s scenarioStep) bool {
+		return !s.IsError && strings.HasPrefix(s.Text, "denied\n") && strings.Contains(s.Text, "kept: The sum")
+	}, "ToolDeniedError for the declined write_file")
+	check("elicited", func(s scenarioStep) bool { return s.Text == "2" }, "the client asked twice")
+	check("killed", func(s scenarioStep) bool { return s.Text == "1" }, "the filesystem server found among the server's children")
+	check("dead-upstream", func(s scenarioStep) bool {
+		return !s.IsError && strings.Contains(s.Text, "Error") && strings.Contains(s.Text, "kept: The sum")
+	}, "a ToolError for the killed server's tool, the session going on")
+	if ms, err := strconv.Atoi(steps["dead-upstream-ms"].Text); err != nil || ms > 30_000 {
+		t.Errorf("the call of the killed server's tool took %s ms: want a prompt ToolError, not a hang", steps["dead-upstream-ms"].Text)
+	}
+	check("after-dead", func(s scenarioStep) bool { return !s.IsError && strings.Contains(s.Text, "The sum of 1 and 1 is 2.") }, "the other upstream still served")
 }

@@ -4,11 +4,17 @@
 //   node scenario.mjs SDK_DIR stdio CODEMODE_BINARY ARGS...
 //   node scenario.mjs SDK_DIR http URL
 //
-// SDK_DIR is where npm installed @modelcontextprotocol/sdk. Prints one
+// SDK_DIR is where npm installed @modelcontextprotocol/sdk. The server
+// must front server-everything as "everything" and server-filesystem as
+// "files" (allowed the directory of $NOTES_PATH, its write_file needing
+// approval), and the greeter OpenAPI document as "greeter"; over http,
+// $CODEMODE_PID is the server's process id, for the step that kills an
+// upstream. Prints one
 // JSON object per step: {"step", "text", "isError"}, or {"step", "error"}
 // for a call that threw; the Go test judges them.
 import { pathToFileURL } from "node:url";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
 
 const [sdkDir, mode, target, ...rest] = process.argv.slice(2);
 const sdk = (p) => import(pathToFileURL(join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
@@ -25,7 +31,17 @@ if (mode === "stdio") {
   transport = new StreamableHTTPClientTransport(new URL(target));
 }
 
-const client = new Client({ name: "codemode-scenario", version: "1.0.0" });
+const { ElicitRequestSchema } = await sdk("types.js");
+
+// The client can be asked for a person's approval: it answers with the
+// next of elicitAnswers, and counts the questions.
+const client = new Client({ name: "codemode-scenario", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+const elicitAnswers = [];
+let elicited = 0;
+client.setRequestHandler(ElicitRequestSchema, async () => {
+  elicited++;
+  return elicitAnswers.shift() || { action: "cancel" };
+});
 await client.connect(transport);
 
 const out = (o) => process.stdout.write(JSON.stringify(o) + "\n");
@@ -80,6 +96,54 @@ setTimeout(() => abort.abort(), 1000);
 await step("cancel", "execute", { code: "import time\ntime.sleep(60)\nprint('slept')" }, { signal: abort.signal });
 await step("after-cancel", "execute", { code: "print('total' in globals())" });
 out({ step: "cancel-ms", text: String(Date.now() - started), isError: false });
+
+// Progress: a block of 2.5 s, asked with a progress token, is told how
+// long it has run (the server reports every 500 ms in the test).
+let progressed = 0;
+await step("progress", "execute", { code: "import time\ntime.sleep(2.5)\nprint('done')" }, { onprogress: () => progressed++ });
+out({ step: "progress-count", text: String(progressed), isError: false });
+
+// Approvals: files.write_file needs one; the client approves, then
+// declines.
+const approved = join(dirname(process.env.NOTES_PATH), "approved.txt");
+const writeCode = (path) => [
+  "from tools.files import write_file, read_text_file",
+  "from tools import ToolDeniedError",
+  "try:",
+  `    write_file(path=${JSON.stringify(path)}, content='written with approval')`,
+  `    print(read_text_file(path=${JSON.stringify(path)}))`,
+  "except ToolDeniedError:",
+  "    print('denied')",
+  "print('kept:', total)",
+].join("\n");
+elicitAnswers.push({ action: "accept", content: { approve: true } });
+await step("approve", "execute", { code: writeCode(approved) });
+elicitAnswers.push({ action: "decline" });
+await step("decline", "execute", { code: writeCode(approved + ".2") });
+out({ step: "elicited", text: String(elicited), isError: false });
+
+// An upstream killed mid-session: the filesystem server, a child of the
+// codemode process, found in /proc. The next call of its tools is a
+// ToolError, soon.
+const serverPid = mode === "stdio" ? transport.pid : Number(process.env.CODEMODE_PID);
+const children = [];
+for (const d of readdirSync("/proc")) {
+  if (!/^\d+$/.test(d)) continue;
+  try {
+    const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    const cmdline = readFileSync(`/proc/${d}/cmdline`, "utf8");
+    if (ppid === serverPid && cmdline.includes("server-filesystem")) children.push(Number(d));
+  } catch {}
+}
+out({ step: "killed", text: String(children.length), isError: false });
+for (const pid of children) process.kill(pid, "SIGKILL");
+const killedAt = Date.now();
+await step("dead-upstream", "execute", {
+  code: `from tools.files import read_text_file\nfrom tools import ToolError\ntry:\n    read_text_file(path=${JSON.stringify(process.env.NOTES_PATH)})\nexcept ToolError as e:\n    print(type(e).__name__, e)\nprint('kept:', total)`,
+});
+out({ step: "dead-upstream-ms", text: String(Date.now() - killedAt), isError: false });
+await step("after-dead", "execute", { code: "from tools.everything import get_sum\nprint(get_sum(a=1, b=1))" });
 
 await client.close();
 
