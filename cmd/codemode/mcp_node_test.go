@@ -85,6 +85,46 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
+// nodeFixture is `codemode mcp` with its upstreams for the node-driven
+// tests: server-everything as "everything", server-filesystem as "files"
+// (allowed notesDir, where notes.txt is; its write_file needs approval),
+// and an OpenAPI document served on loopback as "greeter".
+type nodeFixture struct {
+	bin, backend string
+	args         []string // "mcp" and its flags
+	everything   string   // server-everything's entry point
+	notesDir     string
+}
+
+// mcpFixture installs the upstreams, builds the binary and starts the
+// greeter; it sets GREETER_KEY and NOTES_PATH for the test.
+func mcpFixture(t *testing.T) nodeFixture {
+	t.Helper()
+	everything := filepath.Join(npmPackage(t, everythingPackage, everythingVersion, everythingEntry), everythingEntry)
+	files := filepath.Join(npmPackage(t, filesystemPackage, filesystemVersion, filesystemEntry), filesystemEntry)
+	bin := buildCLI(t)
+	backend := "jail"
+	if out, err := exec.Command(bin, "exec", "-c", "pass").CombinedOutput(); err != nil {
+		t.Logf("the jail does not start here (%v: %s); the protocol is tested on the unsandboxed backend", err, strings.TrimSpace(string(out)))
+		backend = "unsandboxed"
+	}
+	notesDir := t.TempDir()
+	notes := filepath.Join(notesDir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("from the filesystem server"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := greeter(t)
+	t.Setenv("GREETER_KEY", "sesame")
+	t.Setenv("NOTES_PATH", notes)
+	return nodeFixture{
+		bin: bin, backend: backend, everything: everything, notesDir: notesDir,
+		args: []string{"mcp", "--backend", backend, "--timeout", "2m", "--progress-interval", "500ms",
+			"--mcp", "everything=node " + everything + " stdio",
+			"--mcp", "files=node " + files + " " + notesDir, "--approve", "files.write_file",
+			"--openapi", "greeter=" + spec, "--openapi-auth", "greeter.key=GREETER_KEY"},
+	}
+}
+
 // scenarioStep is one line of the scenario's output.
 type scenarioStep struct {
 	Step    string `json:"step"`
@@ -104,74 +144,64 @@ type scenarioStep struct {
 // upstream killed mid-session.
 func TestMCPTypeScriptClient(t *testing.T) {
 	sdk := npmPackage(t, sdkPackage, sdkVersion, sdkEntry)
-	everything := filepath.Join(npmPackage(t, everythingPackage, everythingVersion, everythingEntry), everythingEntry)
-	bin := buildCLI(t)
-	backend := "jail"
-	if out, err := exec.Command(bin, "exec", "-c", "pass").CombinedOutput(); err != nil {
-		t.Logf("the jail does not start here (%v: %s); the protocol is tested on the unsandboxed backend", err, strings.TrimSpace(string(out)))
-		backend = "unsandboxed"
-	}
+	fx := mcpFixture(t)
+	bin, serverArgs, everything := fx.bin, fx.args, fx.everything
 	script, err := filepath.Abs(filepath.Join("testdata", "mcpclient", "scenario.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := filepath.Join(npmPackage(t, filesystemPackage, filesystemVersion, filesystemEntry), filesystemEntry)
-	notesDir := t.TempDir()
-	notes := filepath.Join(notesDir, "notes.txt")
-	if err := os.WriteFile(notes, []byte("from the filesystem server"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	spec := greeter(t)
-	t.Setenv("GREETER_KEY", "sesame")
-	t.Setenv("NOTES_PATH", notes)
-	serverArgs := []string{"mcp", "--backend", backend, "--timeout", "2m", "--progress-interval", "500ms",
-		"--mcp", "everything=node " + everything + " stdio",
-		"--mcp", "files=node " + files + " " + notesDir, "--approve", "files.write_file",
-		"--openapi", "greeter=" + spec, "--openapi-auth", "greeter.key=GREETER_KEY"}
+	notesDir := fx.notesDir
 
 	t.Run("stdio", func(t *testing.T) {
 		args := append([]string{script, sdk, "stdio", bin}, serverArgs...)
 		steps := runScenario(t, args, "EVERYTHING_MAIN="+everything)
 		checkScenario(t, steps)
 		// Measurements, in the log: docs/mcp-server.md quotes them.
-		t.Logf("no-op execute on a warm session over stdio, median of 20: %s ms (%s backend)", steps["noop-ms"].Text, backend)
+		t.Logf("no-op execute on a warm session over stdio, median of 20: %s ms (%s backend)", steps["noop-ms"].Text, fx.backend)
 		t.Logf("tools/list: %s bytes through codemode mcp; %s bytes from server-everything itself", steps["list-bytes"].Text, steps["upstream-list-bytes"].Text)
 	})
 	t.Run("http", func(t *testing.T) {
 		// The approval step writes this file again.
 		_ = os.Remove(filepath.Join(notesDir, "approved.txt"))
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		srv := exec.CommandContext(ctx, bin, append(serverArgs, "--http", "127.0.0.1:0")...)
-		stderr, err := srv.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = srv.Process.Signal(os.Interrupt)
-			_ = srv.Wait()
-		})
-		url := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				line := sc.Text()
-				if _, u, ok := strings.Cut(line, "serving MCP on "); ok {
-					url <- u
-				}
-				t.Log("server: " + line)
-			}
-		}()
-		select {
-		case u := <-url:
-			checkScenario(t, runScenario(t, []string{script, sdk, "http", u}, "CODEMODE_PID="+strconv.Itoa(srv.Process.Pid)))
-		case <-time.After(time.Minute):
-			t.Fatal("codemode mcp --http did not say where it serves")
-		}
+		url, pid := startHTTPServer(t, bin, serverArgs)
+		checkScenario(t, runScenario(t, []string{script, sdk, "http", url}, "CODEMODE_PID="+strconv.Itoa(pid)))
 	})
+}
+
+// startHTTPServer starts `codemode` with args and --http on loopback, and
+// returns its URL and process id; the server stops with the test.
+func startHTTPServer(t *testing.T, bin string, args []string) (string, int) {
+	t.Helper()
+	srv := exec.Command(bin, append(args, "--http", "127.0.0.1:0")...)
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = srv.Process.Signal(os.Interrupt)
+		_ = srv.Wait()
+	})
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if _, u, ok := strings.Cut(line, "serving MCP on "); ok {
+				url <- u
+			}
+			t.Log("server: " + line)
+		}
+	}()
+	select {
+	case u := <-url:
+		return u, srv.Process.Pid
+	case <-time.After(time.Minute):
+		t.Fatal("codemode mcp --http did not say where it serves")
+		return "", 0
+	}
 }
 
 // runScenario runs the scenario script with node and returns its steps
