@@ -40,11 +40,22 @@ var npmInstalls sync.Map // package@version -> error text, "" when installed
 // fails it when CODEMODE_REQUIRE_ALL=1.
 func npmPackage(t *testing.T, pkg, version, entry string) string {
 	t.Helper()
+	return npmPackageIn(t, testCacheDir(pkg[strings.LastIndex(pkg, "/")+1:]+"@"+version), pkg, version, entry)
+}
+
+// testCacheDir is the directory name under the user's cache directory
+// (codemode-test/), where the tests keep what they install.
+func testCacheDir(name string) string {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "codemode-test", pkg[strings.LastIndex(pkg, "/")+1:]+"@"+version)
+	return filepath.Join(cache, "codemode-test", name)
+}
+
+// npmPackageIn is npmPackage installing into dir.
+func npmPackageIn(t *testing.T, dir, pkg, version, entry string) string {
+	t.Helper()
 	key := pkg + "@" + version
 	v, _ := npmInstalls.LoadOrStore(key, func() string {
 		if _, err := exec.LookPath("node"); err != nil {
@@ -145,7 +156,7 @@ type scenarioStep struct {
 func TestMCPTypeScriptClient(t *testing.T) {
 	sdk := npmPackage(t, sdkPackage, sdkVersion, sdkEntry)
 	fx := mcpFixture(t)
-	bin, serverArgs, everything := fx.bin, fx.args, fx.everything
+	bin, serverArgs := fx.bin, fx.args
 	script, err := filepath.Abs(filepath.Join("testdata", "mcpclient", "scenario.mjs"))
 	if err != nil {
 		t.Fatal(err)
@@ -154,11 +165,10 @@ func TestMCPTypeScriptClient(t *testing.T) {
 
 	t.Run("stdio", func(t *testing.T) {
 		args := append([]string{script, sdk, "stdio", bin}, serverArgs...)
-		steps := runScenario(t, args, "EVERYTHING_MAIN="+everything)
+		steps := runScenario(t, args)
 		checkScenario(t, steps)
-		// Measurements, in the log: docs/mcp-server.md quotes them.
+		// In the log: docs/mcp-server.md quotes it.
 		t.Logf("no-op execute on a warm session over stdio, median of 20: %s ms (%s backend)", steps["noop-ms"].Text, fx.backend)
-		t.Logf("tools/list: %s bytes through codemode mcp; %s bytes from server-everything itself", steps["list-bytes"].Text, steps["upstream-list-bytes"].Text)
 	})
 	t.Run("http", func(t *testing.T) {
 		// The approval step writes this file again.

@@ -84,7 +84,6 @@ for (let i = 0; i < 20; i++) {
 }
 times.sort((a, b) => a - b);
 out({ step: "noop-ms", text: times[10].toFixed(2), isError: false });
-out({ step: "list-bytes", text: String(JSON.stringify(listed).length), isError: false });
 
 await step("typed-error", "execute", {
   code: "from tools.everything import get_sum\nfrom tools import ToolError\ntry:\n    get_sum(a='two', b=1)\nexcept ToolError as e:\n    print(type(e).__name__)",
@@ -146,14 +145,3 @@ out({ step: "dead-upstream-ms", text: String(Date.now() - killedAt), isError: fa
 await step("after-dead", "execute", { code: "from tools.everything import get_sum\nprint(get_sum(a=1, b=1))" });
 
 await client.close();
-
-// The upstream's own tool list, for comparison, when its entry point is
-// given.
-if (process.env.EVERYTHING_MAIN) {
-  const { StdioClientTransport } = await sdk("client/stdio.js");
-  const direct = new Client({ name: "codemode-scenario-direct", version: "1.0.0" });
-  await direct.connect(new StdioClientTransport({ command: "node", args: [process.env.EVERYTHING_MAIN, "stdio"], stderr: "ignore" }));
-  const own = await direct.listTools();
-  out({ step: "upstream-list-bytes", text: String(JSON.stringify(own).length), isError: false });
-  await direct.close();
-}
