@@ -123,7 +123,11 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		// user and calls again with the answer and the state.
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: o.ask}, RequestState: o.state}, nil, nil
 	}
-	return blockResult(o.response), nil, nil
+	res := blockResult(o.response)
+	if !res.IsError {
+		res.Content = append(res.Content, o.files...)
+	}
+	return res, nil, nil
 }
 
 // reportProgress tells the client every ProgressInterval how long the
