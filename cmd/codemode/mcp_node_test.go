@@ -261,6 +261,9 @@ func checkScenario(t *testing.T, steps map[string]scenarioStep) {
 	check("execute2", func(s scenarioStep) bool {
 		return !s.IsError && strings.Contains(s.Text, "kept: The sum of 2 and 40 is 42.")
 	}, "the variable of the first call")
+	check("files", func(s scenarioStep) bool {
+		return !s.IsError && s.Text == `{"embedded":["a small file"],"links":["large.txt"],"read":[100000]}`
+	}, "small.txt embedded, large.txt linked and read back in full")
 	check("typed-error", func(s scenarioStep) bool { return !s.IsError && strings.HasPrefix(s.Text, "ToolError") }, "a ToolError for a bad argument")
 	if s := steps["cancel"]; s.Error == "" {
 		t.Errorf("step cancel: want the aborted call to throw, got %+v", s)

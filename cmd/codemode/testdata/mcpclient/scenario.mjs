@@ -75,6 +75,17 @@ await step("execute1", "execute", {
   ].join("\n"),
 });
 await step("execute2", "execute", { code: "print('kept:', total)" });
+// Files the code writes come back: a small one embedded, a large one as a
+// link that resources/read serves.
+try {
+  const res = await client.callTool({ name: "execute", arguments: { code: "open('small.txt', 'w').write('a small file')\nopen('large.txt', 'w').write('z' * 100000)" } });
+  const embedded = res.content.filter((c) => c.type === "resource").map((c) => c.resource.text);
+  const links = res.content.filter((c) => c.type === "resource_link");
+  const read = links.length ? await client.readResource({ uri: links[0].uri }) : { contents: [] };
+  out({ step: "files", text: JSON.stringify({ embedded, links: links.map((l) => l.name), read: read.contents.map((c) => (c.text || "").length) }), isError: !!res.isError });
+} catch (e) {
+  out({ step: "files", error: String(e && e.message ? e.message : e) });
+}
 // A warm session's no-op execute, timed over this transport.
 const times = [];
 for (let i = 0; i < 20; i++) {
