@@ -47,6 +47,17 @@
 // token) is told every [Config.ProgressInterval] how long its code has
 // run.
 //
-// Artifacts are off: the tool results and files of a block are not saved,
-// since no ADK artifact service is there to keep them.
+// # Files
+//
+// The files a block creates or changes in its working directory come back
+// in the execute result: up to 64 KiB each (256 KiB in all), embedded as
+// resources (text as text, anything else as a blob); larger ones as
+// resource links, codemode://session/TOKEN/files/NAME, which resources/read
+// serves to the client session that ran the block and to no other. The
+// full text of an output stream cut for the client comes back the same
+// way. Each client session has an in-memory ADK artifact service, through
+// which the plugin hands the files over; the session keeps the files of its
+// links (the latest version of each, at most 64 MiB and 1,000 files, the
+// oldest dropped first) until it ends. The artifact tools, and the saving
+// of tool results as artifacts, stay off.
 package mcpserver

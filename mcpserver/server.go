@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/session"
 
@@ -31,6 +33,10 @@ const (
 // appName is the ADK app the sessions' invocations run in.
 const appName = "codemode-mcp"
 
+// userID is the ADK user of every session: the sessions are told apart by
+// their ids, and each client session has an artifact service of its own.
+const userID = "mcp"
+
 // stopWait is how long a session's invocation may take to end on its own
 // before it is cancelled.
 const stopWait = 5 * time.Second
@@ -40,9 +46,10 @@ type Config struct {
 	// CodeMode configures the Code Mode plugin behind the server: the
 	// tools and toolsets the code may call, the backend, the limits. The
 	// server sets Budgets.BlocksPerTurn to no bound (a client session is
-	// one long turn) and turns artifacts off (DisableArtifactTools,
-	// DisableToolResultArtifacts); DisableBlock is set too, since no model
-	// reads the system instruction. A Backend given is the caller's to
+	// one long turn) and turns the artifact tools and the saving of tool
+	// results off (DisableArtifactTools, DisableToolResultArtifacts): the
+	// files a block writes come back in its result instead. DisableBlock
+	// is set too, since no model reads the system instruction. A Backend given is the caller's to
 	// close.
 	CodeMode codemode.Config
 	// MaxSessions bounds the client sessions that hold a sandbox at a
@@ -126,6 +133,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, nil)
 	s.addTools(cm)
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name:        "file",
+		URITemplate: fileTemplate,
+		Description: "A file the code of an execute call wrote, too large to come back in the call's result; readable by the session that ran the code only.",
+	}, s.readFile)
 	go s.reap()
 	return s, nil
 }
@@ -173,7 +185,7 @@ func (s *Server) acquire(mss *mcp.ServerSession) (*client, error) {
 	ss, ok := s.byMCP[mss]
 	if !ok {
 		s.nextID++
-		ss = &client{srv: s, id: "mcp" + strconv.Itoa(s.nextID)}
+		ss = &client{srv: s, id: "mcp" + strconv.Itoa(s.nextID), token: rand.Text(), artifacts: artifact.InMemoryService()}
 		s.byMCP[mss] = ss
 		if mss != nil {
 			go s.watch(mss, ss)
@@ -269,7 +281,7 @@ func (s *Server) reap() {
 
 // deleteSession drops the events of an ended invocation.
 func (s *Server) deleteSession(sid string) error {
-	return s.sessions.Delete(context.Background(), &session.DeleteRequest{AppName: appName, UserID: "mcp", SessionID: sid})
+	return s.sessions.Delete(context.Background(), &session.DeleteRequest{AppName: appName, UserID: userID, SessionID: sid})
 }
 
 // liveSessions counts the sessions that hold a sandbox.

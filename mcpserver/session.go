@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
@@ -44,6 +45,13 @@ type client struct {
 
 	// paused is a block awaiting the client's approval. Guarded by mu.
 	paused *paused
+
+	// artifacts is where the plugin saves the files the code writes, until
+	// the call's result takes them; token is the secret in the URIs of the
+	// files kept for links.
+	artifacts artifact.Service
+	token     string
+	files     files
 
 	// used and busy are guarded by srv.mu.
 	used time.Time
@@ -105,6 +113,7 @@ const msgFresh = "Note: this session's earlier Python state (variables, imports,
 // call that carries state.
 type outcome struct {
 	response map[string]any
+	files    []mcp.Content // the files the block wrote
 	ask      *mcp.ElicitParams
 	state    string
 }
@@ -180,6 +189,8 @@ func (s *client) follow(ctx context.Context, mss *mcp.ServerSession, inv *invoca
 			if r.err != nil {
 				return outcome{}, r.err
 			}
+			files, fileNotes := s.collectFiles(ctx, inv.sid)
+			notes = append(notes, fileNotes...)
 			if len(notes) > 0 {
 				stderr, _ := r.response["stderr"].(string)
 				if stderr != "" && stderr[len(stderr)-1] != '\n' {
@@ -187,7 +198,7 @@ func (s *client) follow(ctx context.Context, mss *mcp.ServerSession, inv *invoca
 				}
 				r.response["stderr"] = stderr + strings.Join(notes, "\n")
 			}
-			return outcome{response: r.response}, nil
+			return outcome{response: r.response, files: files}, nil
 		case <-inv.done:
 			if inv.confirm == nil {
 				return outcome{}, fmt.Errorf("the session's invocation ended while the code ran: %w", inv.err)
@@ -390,6 +401,7 @@ func (s *client) launch(sid string, msg *genai.Content, pending *call) (*invocat
 		AppName:           appName,
 		Agent:             a,
 		SessionService:    s.srv.sessions,
+		ArtifactService:   s.artifacts,
 		PluginConfig:      runner.PluginConfig{Plugins: []*plugin.Plugin{s.srv.plugin}},
 		AutoCreateSession: true,
 	})
@@ -401,7 +413,7 @@ func (s *client) launch(sid string, msg *genai.Content, pending *call) (*invocat
 	go func() {
 		defer close(inv.done)
 		defer cancel()
-		for ev, err := range r.Run(ctx, "mcp", sid, msg, agent.RunConfig{}) {
+		for ev, err := range r.Run(ctx, userID, sid, msg, agent.RunConfig{}) {
 			if err != nil && inv.err == nil {
 				inv.err = err
 			}
@@ -413,8 +425,10 @@ func (s *client) launch(sid string, msg *genai.Content, pending *call) (*invocat
 			inv.err = errors.New("the invocation ended")
 		}
 		if inv.confirm == nil {
-			// The session's events are of no further use.
+			// The session's events are of no further use, nor are files
+			// no result took.
 			_ = s.srv.deleteSession(sid)
+			s.purgeFiles(sid)
 		}
 	}()
 	return inv, nil

@@ -54,7 +54,7 @@ func executeDescription(timeout time.Duration) string {
 	b.WriteString("Import each tool as its import line shows and pass arguments by keyword; a call returns plain Python data of the type its stub annotates, and arguments are checked against the tool's schema first. ")
 	b.WriteString("A failed tool call raises `ToolError` (`HTTPStatusError` for an HTTP failure; `ToolDeniedError` when a person declines a call that needs their approval), importable from `tools`. ")
 	b.WriteString("Only what you print comes back: filter or summarise large results in Python first, and make several calls in one block rather than one block per call. ")
-	b.WriteString("Variables, imports and files in the working directory persist across execute calls of this MCP session; a cancelled call, or a session idle for long, starts over in a fresh sandbox.")
+	b.WriteString("Variables, imports and files in the working directory persist across execute calls of this MCP session; a cancelled call, or a session idle for long, starts over in a fresh sandbox. The files a call creates or changes come back in its result as resources.")
 	if timeout > 0 {
 		fmt.Fprintf(&b, " Each call can run for up to %s.", strings.TrimSuffix(timeout.String(), "0s"))
 	}
@@ -123,7 +123,11 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		// user and calls again with the answer and the state.
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: o.ask}, RequestState: o.state}, nil, nil
 	}
-	return blockResult(o.response), nil, nil
+	res := blockResult(o.response)
+	if !res.IsError {
+		res.Content = append(res.Content, o.files...)
+	}
+	return res, nil, nil
 }
 
 // reportProgress tells the client every ProgressInterval how long the

@@ -56,6 +56,9 @@ type mcpFileConfig struct {
 		Command []string          `json:"command"`
 		Env     map[string]string `json:"env"`
 		URL     string            `json:"url"`
+		// Approve are the server's tools that need a person's
+		// approval.
+		Approve []string `json:"approve"`
 	} `json:"mcp"`
 	// OpenAPI are OpenAPI documents by namespace.
 	OpenAPI map[string]struct {
@@ -72,6 +75,15 @@ type mcpFileConfig struct {
 			ClientSecretEnv string `json:"client_secret_env"`
 		} `json:"auth"`
 	} `json:"openapi"`
+}
+
+// listFlags are repeatable flags.
+type listFlags []string
+
+func (l *listFlags) String() string { return strings.Join(*l, ",") }
+func (l *listFlags) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 // pairFlags are repeatable name=value flags.
@@ -93,6 +105,65 @@ type upstreams struct {
 	namespaces []codemode.Namespace
 	names      map[string]string // namespace -> where it came from
 	procs      []*exec.Cmd
+	// approve are the tools that need a person's approval, by MCP
+	// server namespace, in the form approvalKey gives.
+	approve map[string]map[string]bool
+}
+
+// approvalKey is the form a tool name is compared in for --approve: lower
+// case, anything but letters and digits an underscore, so that both the
+// name a server lists (get-sum) and the one Python imports (get_sum)
+// match.
+func approvalKey(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '_'
+	}, name)
+}
+
+// setApproval records that tool of the MCP server named ns needs a
+// person's approval.
+func (u *upstreams) setApproval(ns, tool string) error {
+	if strings.TrimSpace(ns) == "" || strings.TrimSpace(tool) == "" {
+		return fmt.Errorf("approval of %q: want NAME.TOOL, an MCP server's namespace and one of its tools", ns+"."+tool)
+	}
+	if u.approve == nil {
+		u.approve = map[string]map[string]bool{}
+	}
+	if u.approve[ns] == nil {
+		u.approve[ns] = map[string]bool{}
+	}
+	u.approve[ns][approvalKey(tool)] = true
+	return nil
+}
+
+// confirmation is the mcptoolset provider of the MCP server named ns:
+// whether a call of its tool needs approval.
+func (u *upstreams) confirmation(ns string) tool.ConfirmationProvider {
+	set := u.approve[ns]
+	if len(set) == 0 {
+		return nil
+	}
+	return func(name string, _ any) bool { return set[approvalKey(name)] }
+}
+
+// checkApprovals refuses an approval that names no MCP server.
+func (u *upstreams) checkApprovals() error {
+	for _, ns := range sortedKeys(u.approve) {
+		src, ok := u.names[ns]
+		if !ok {
+			return fmt.Errorf("--approve names %q, which no upstream is called", ns)
+		}
+		if !strings.HasPrefix(src, "MCP server ") {
+			return fmt.Errorf("--approve names %q, the %s: approvals are for MCP servers' tools", ns, src)
+		}
+	}
+	return nil
 }
 
 func (u *upstreams) claim(name, source string) error {
@@ -132,7 +203,7 @@ func (u *upstreams) addMCP(name string, argv []string, env map[string]string, st
 		}
 	}
 	u.procs = append(u.procs, cmd)
-	ts, err := mcptoolset.New(mcptoolset.Config{Transport: &mcp.CommandTransport{Command: cmd}})
+	ts, err := mcptoolset.New(mcptoolset.Config{Transport: &mcp.CommandTransport{Command: cmd}, RequireConfirmationProvider: u.confirmation(name)})
 	if err != nil {
 		return fmt.Errorf("MCP server %q: %w", name, err)
 	}
@@ -147,7 +218,7 @@ func (u *upstreams) addMCPURL(name, url string) error {
 	if err := u.claim(name, "MCP server "+url); err != nil {
 		return err
 	}
-	ts, err := mcptoolset.New(mcptoolset.Config{Endpoint: url})
+	ts, err := mcptoolset.New(mcptoolset.Config{Endpoint: url, RequireConfirmationProvider: u.confirmation(name)})
 	if err != nil {
 		return fmt.Errorf("MCP server %q: %w", name, err)
 	}
@@ -194,10 +265,12 @@ func readEnv(doc, scheme string, vars map[*string]string) error {
 func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("mcp", mcpUsage, stderr)
 	var mcps, mcpURLs, specs, auths pairFlags
+	var approve listFlags
 	fs.Var(&mcps, "mcp", "a stdio MCP server, `NAME=COMMAND ARGS...` (split at spaces; repeatable)")
 	fs.Var(&mcpURLs, "mcp-url", "a streamable HTTP MCP server, `NAME=URL` (repeatable)")
 	fs.Var(&specs, "openapi", "an OpenAPI document, `NAME=FILE` (repeatable)")
 	fs.Var(&auths, "openapi-auth", "the credential of an --openapi document's security scheme, `NAME.SCHEME=ENVVAR`: the variable holds its token or API key (repeatable; basic and client-credentials auth go in --config)")
+	fs.Var(&approve, "approve", "a tool of an --mcp or --mcp-url server that needs a person's approval, `NAME.TOOL` (repeatable): the client is asked through elicitation, and a client that cannot be asked has the call declined")
 	config := fs.String("config", "", "a JSON `file` of upstreams (see docs/mcp-server.md)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `address` (for example 127.0.0.1:8765) instead of stdio")
 	public := fs.Bool("http-public", false, "allow --http on an address that is not loopback: anyone who reaches it can run code")
@@ -210,6 +283,7 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", codemode.DefaultTimeout, "time limit per execute call; 0 means none")
 	maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "client sessions that may hold a sandbox at a time")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "close the sandbox of a client session idle this long")
+	progress := fs.Duration("progress-interval", mcpserver.DefaultProgressInterval, "how often an execute call that asks for progress is told how long its code has run")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
@@ -225,6 +299,13 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var up upstreams
 	defer up.stop()
+	for _, a := range approve {
+		ns, name, _ := strings.Cut(a, ".")
+		if err := up.setApproval(ns, name); err != nil {
+			fmt.Fprintf(stderr, "codemode mcp: --approve: %v\n", err)
+			return 2
+		}
+	}
 	if err := up.fromFlags(mcps, mcpURLs, specs, auths, stderr); err != nil {
 		fmt.Fprintf(stderr, "codemode mcp: %v\n", err)
 		return 2
@@ -233,6 +314,9 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err := up.fromFile(*config, stderr); err != nil {
 			return fail(err)
 		}
+	}
+	if err := up.checkApprovals(); err != nil {
+		return fail(err)
 	}
 	if len(up.toolsets) == 0 {
 		fmt.Fprintln(stderr, "codemode mcp: note: no upstreams (--mcp, --mcp-url, --openapi or --config): the code can call no tools")
@@ -255,10 +339,11 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		to = -1
 	}
 	srv, err := mcpserver.New(mcpserver.Config{
-		CodeMode:    codemode.Config{Toolsets: up.toolsets, Namespaces: up.namespaces, Backend: b, Timeout: to},
-		MaxSessions: *maxSessions,
-		IdleTimeout: *idle,
-		Version:     version(),
+		CodeMode:         codemode.Config{Toolsets: up.toolsets, Namespaces: up.namespaces, Backend: b, Timeout: to},
+		MaxSessions:      *maxSessions,
+		IdleTimeout:      *idle,
+		ProgressInterval: *progress,
+		Version:          version(),
 	})
 	if err != nil {
 		return fail(err)
@@ -389,6 +474,11 @@ func (u *upstreams) fromFile(path string, stderr io.Writer) error {
 	}
 	for _, name := range sortedKeys(fc.MCP) {
 		m := fc.MCP[name]
+		for _, t := range m.Approve {
+			if err := u.setApproval(name, t); err != nil {
+				return fmt.Errorf("--config %s: %w", path, err)
+			}
+		}
 		switch {
 		case len(m.Command) > 0 && m.URL != "":
 			return fmt.Errorf("--config %s: MCP server %q: give command or url, not both", path, name)

@@ -40,11 +40,22 @@ var npmInstalls sync.Map // package@version -> error text, "" when installed
 // fails it when CODEMODE_REQUIRE_ALL=1.
 func npmPackage(t *testing.T, pkg, version, entry string) string {
 	t.Helper()
+	return npmPackageIn(t, testCacheDir(pkg[strings.LastIndex(pkg, "/")+1:]+"@"+version), pkg, version, entry)
+}
+
+// testCacheDir is the directory name under the user's cache directory
+// (codemode-test/), where the tests keep what they install.
+func testCacheDir(name string) string {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "codemode-test", pkg[strings.LastIndex(pkg, "/")+1:]+"@"+version)
+	return filepath.Join(cache, "codemode-test", name)
+}
+
+// npmPackageIn is npmPackage installing into dir.
+func npmPackageIn(t *testing.T, dir, pkg, version, entry string) string {
+	t.Helper()
 	key := pkg + "@" + version
 	v, _ := npmInstalls.LoadOrStore(key, func() string {
 		if _, err := exec.LookPath("node"); err != nil {
@@ -85,6 +96,46 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
+// nodeFixture is `codemode mcp` with its upstreams for the node-driven
+// tests: server-everything as "everything", server-filesystem as "files"
+// (allowed notesDir, where notes.txt is; its write_file needs approval),
+// and an OpenAPI document served on loopback as "greeter".
+type nodeFixture struct {
+	bin, backend string
+	args         []string // "mcp" and its flags
+	everything   string   // server-everything's entry point
+	notesDir     string
+}
+
+// mcpFixture installs the upstreams, builds the binary and starts the
+// greeter; it sets GREETER_KEY and NOTES_PATH for the test.
+func mcpFixture(t *testing.T) nodeFixture {
+	t.Helper()
+	everything := filepath.Join(npmPackage(t, everythingPackage, everythingVersion, everythingEntry), everythingEntry)
+	files := filepath.Join(npmPackage(t, filesystemPackage, filesystemVersion, filesystemEntry), filesystemEntry)
+	bin := buildCLI(t)
+	backend := "jail"
+	if out, err := exec.Command(bin, "exec", "-c", "pass").CombinedOutput(); err != nil {
+		t.Logf("the jail does not start here (%v: %s); the protocol is tested on the unsandboxed backend", err, strings.TrimSpace(string(out)))
+		backend = "unsandboxed"
+	}
+	notesDir := t.TempDir()
+	notes := filepath.Join(notesDir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("from the filesystem server"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := greeter(t)
+	t.Setenv("GREETER_KEY", "sesame")
+	t.Setenv("NOTES_PATH", notes)
+	return nodeFixture{
+		bin: bin, backend: backend, everything: everything, notesDir: notesDir,
+		args: []string{"mcp", "--backend", backend, "--timeout", "2m", "--progress-interval", "500ms",
+			"--mcp", "everything=node " + everything + " stdio",
+			"--mcp", "files=node " + files + " " + notesDir, "--approve", "files.write_file",
+			"--openapi", "greeter=" + spec, "--openapi-auth", "greeter.key=GREETER_KEY"},
+	}
+}
+
 // scenarioStep is one line of the scenario's output.
 type scenarioStep struct {
 	Step    string `json:"step"`
@@ -98,76 +149,69 @@ type scenarioStep struct {
 // document on loopback as its upstreams, with the official TypeScript
 // SDK's client, over stdio and over streamable HTTP on loopback: list,
 // search, describe, an execute whose Python calls tools of all three, a
-// variable kept across two calls, a typed error, and a cancellation that
-// interrupts a block.
+// variable kept across two calls, a typed error, a cancellation that
+// interrupts a block, progress notifications of a long block, a tool that
+// needs approval approved and declined through elicitation, and an
+// upstream killed mid-session.
 func TestMCPTypeScriptClient(t *testing.T) {
 	sdk := npmPackage(t, sdkPackage, sdkVersion, sdkEntry)
-	everything := filepath.Join(npmPackage(t, everythingPackage, everythingVersion, everythingEntry), everythingEntry)
-	bin := buildCLI(t)
-	backend := "jail"
-	if out, err := exec.Command(bin, "exec", "-c", "pass").CombinedOutput(); err != nil {
-		t.Logf("the jail does not start here (%v: %s); the protocol is tested on the unsandboxed backend", err, strings.TrimSpace(string(out)))
-		backend = "unsandboxed"
-	}
+	fx := mcpFixture(t)
+	bin, serverArgs := fx.bin, fx.args
 	script, err := filepath.Abs(filepath.Join("testdata", "mcpclient", "scenario.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := filepath.Join(npmPackage(t, filesystemPackage, filesystemVersion, filesystemEntry), filesystemEntry)
-	notesDir := t.TempDir()
-	notes := filepath.Join(notesDir, "notes.txt")
-	if err := os.WriteFile(notes, []byte("from the filesystem server"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	spec := greeter(t)
-	t.Setenv("GREETER_KEY", "sesame")
-	t.Setenv("NOTES_PATH", notes)
-	serverArgs := []string{"mcp", "--backend", backend, "--timeout", "2m",
-		"--mcp", "everything=node " + everything + " stdio",
-		"--mcp", "files=node " + files + " " + notesDir,
-		"--openapi", "greeter=" + spec, "--openapi-auth", "greeter.key=GREETER_KEY"}
+	notesDir := fx.notesDir
 
 	t.Run("stdio", func(t *testing.T) {
 		args := append([]string{script, sdk, "stdio", bin}, serverArgs...)
-		steps := runScenario(t, args, "EVERYTHING_MAIN="+everything)
+		steps := runScenario(t, args)
 		checkScenario(t, steps)
-		// Measurements, in the log: docs/mcp-server.md quotes them.
-		t.Logf("no-op execute on a warm session over stdio, median of 20: %s ms (%s backend)", steps["noop-ms"].Text, backend)
-		t.Logf("tools/list: %s bytes through codemode mcp; %s bytes from server-everything itself", steps["list-bytes"].Text, steps["upstream-list-bytes"].Text)
+		// In the log: docs/mcp-server.md quotes it.
+		t.Logf("no-op execute on a warm session over stdio, median of 20: %s ms (%s backend)", steps["noop-ms"].Text, fx.backend)
 	})
 	t.Run("http", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		srv := exec.CommandContext(ctx, bin, append(serverArgs, "--http", "127.0.0.1:0")...)
-		stderr, err := srv.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = srv.Process.Signal(os.Interrupt)
-			_ = srv.Wait()
-		})
-		url := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				line := sc.Text()
-				if _, u, ok := strings.Cut(line, "serving MCP on "); ok {
-					url <- u
-				}
-				t.Log("server: " + line)
-			}
-		}()
-		select {
-		case u := <-url:
-			checkScenario(t, runScenario(t, []string{script, sdk, "http", u}))
-		case <-time.After(time.Minute):
-			t.Fatal("codemode mcp --http did not say where it serves")
-		}
+		// The approval step writes this file again.
+		_ = os.Remove(filepath.Join(notesDir, "approved.txt"))
+		url, pid := startHTTPServer(t, bin, serverArgs)
+		checkScenario(t, runScenario(t, []string{script, sdk, "http", url}, "CODEMODE_PID="+strconv.Itoa(pid)))
 	})
+}
+
+// startHTTPServer starts `codemode` with args and --http on loopback, and
+// returns its URL and process id; the server stops with the test.
+func startHTTPServer(t *testing.T, bin string, args []string) (string, int) {
+	t.Helper()
+	srv := exec.Command(bin, append(args, "--http", "127.0.0.1:0")...)
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = srv.Process.Signal(os.Interrupt)
+		_ = srv.Wait()
+	})
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if _, u, ok := strings.Cut(line, "serving MCP on "); ok {
+				url <- u
+			}
+			t.Log("server: " + line)
+		}
+	}()
+	select {
+	case u := <-url:
+		return u, srv.Process.Pid
+	case <-time.After(time.Minute):
+		t.Fatal("codemode mcp --http did not say where it serves")
+		return "", 0
+	}
 }
 
 // runScenario runs the scenario script with node and returns its steps
@@ -217,6 +261,9 @@ func checkScenario(t *testing.T, steps map[string]scenarioStep) {
 	check("execute2", func(s scenarioStep) bool {
 		return !s.IsError && strings.Contains(s.Text, "kept: The sum of 2 and 40 is 42.")
 	}, "the variable of the first call")
+	check("files", func(s scenarioStep) bool {
+		return !s.IsError && s.Text == `{"embedded":["a small file"],"links":["large.txt"],"read":[100000]}`
+	}, "small.txt embedded, large.txt linked and read back in full")
 	check("typed-error", func(s scenarioStep) bool { return !s.IsError && strings.HasPrefix(s.Text, "ToolError") }, "a ToolError for a bad argument")
 	if s := steps["cancel"]; s.Error == "" {
 		t.Errorf("step cancel: want the aborted call to throw, got %+v", s)
@@ -225,4 +272,23 @@ func checkScenario(t *testing.T, steps map[string]scenarioStep) {
 	if ms, err := strconv.Atoi(steps["cancel-ms"].Text); err != nil || ms > 30_000 {
 		t.Errorf("the cancelled block was not interrupted: the next call came back %s ms after the cancelled one began", steps["cancel-ms"].Text)
 	}
+	check("progress", func(s scenarioStep) bool { return !s.IsError && s.Text == "done\n" }, "the long block's output")
+	if n, err := strconv.Atoi(steps["progress-count"].Text); err != nil || n < 2 {
+		t.Errorf("a 2.5 s block asked with a progress token, reported on every 500 ms: got %s progress notifications, want 2 or more", steps["progress-count"].Text)
+	}
+	check("approve", func(s scenarioStep) bool {
+		return !s.IsError && strings.Contains(s.Text, "written with approval") && strings.Contains(s.Text, "kept: The sum")
+	}, "the approved write_file done, read back, and the session's variables kept")
+	check("decline", func(s scenarioStep) bool {
+		return !s.IsError && strings.HasPrefix(s.Text, "denied\n") && strings.Contains(s.Text, "kept: The sum")
+	}, "ToolDeniedError for the declined write_file")
+	check("elicited", func(s scenarioStep) bool { return s.Text == "2" }, "the client asked twice")
+	check("killed", func(s scenarioStep) bool { return s.Text == "1" }, "the filesystem server found among the server's children")
+	check("dead-upstream", func(s scenarioStep) bool {
+		return !s.IsError && strings.Contains(s.Text, "Error") && strings.Contains(s.Text, "kept: The sum")
+	}, "a ToolError for the killed server's tool, the session going on")
+	if ms, err := strconv.Atoi(steps["dead-upstream-ms"].Text); err != nil || ms > 30_000 {
+		t.Errorf("the call of the killed server's tool took %s ms: want a prompt ToolError, not a hang", steps["dead-upstream-ms"].Text)
+	}
+	check("after-dead", func(s scenarioStep) bool { return !s.IsError && strings.Contains(s.Text, "The sum of 1 and 1 is 2.") }, "the other upstream still served")
 }

@@ -177,10 +177,38 @@ func TestMCPUsageErrors(t *testing.T) {
 		{[]string{"--openapi-auth", "doc.key=CODEMODE_TEST_UNSET"}, 2, "CODEMODE_TEST_UNSET is not set"},
 		{[]string{"--backend", "nope"}, 2, "unknown backend"},
 		{[]string{"--config", "does-not-exist.json"}, 1, "does-not-exist.json"},
+		{[]string{"--approve", "write_file"}, 2, "want NAME.TOOL"},
+		{[]string{"--approve", "ghost.write_file"}, 1, `--approve names "ghost", which no upstream is called`},
 	} {
 		code, _, stderr := runCLI(t, "", append([]string{"mcp"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("mcp %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// TestMCPApprove: a tool named by --approve needs a person's approval; a
+// client that cannot be asked (this one has no elicitation handler) has
+// the call declined, and the code sees ToolDeniedError.
+func TestMCPApprove(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(mcpServeEnv, "1")
+	cs := serveCLI(t, "--backend", "unsandboxed", "--mcp", "weather="+exe, "--approve", "weather.get-forecast")
+	code := "from tools.weather import get_forecast\nfrom tools import ToolDeniedError\ntry:\n    get_forecast(city='Oslo')\nexcept ToolDeniedError:\n    print('denied')"
+	text, isErr := toolText(t, cs, "execute", map[string]any{"code": code})
+	if isErr || !strings.HasPrefix(text, "denied\n") || !strings.Contains(text, "does not support elicitation") {
+		t.Errorf("execute (error %v): want the call declined with the reason, got %q", isErr, text)
+	}
+	// The Python name matches too, and an OpenAPI document is refused.
+	spec := greeter(t)
+	code2, _, stderr := runCLI(t, "", "mcp", "--openapi", "greeter="+spec, "--approve", "greeter.greet")
+	if code2 != 1 || !strings.Contains(stderr, "approvals are for MCP servers' tools") {
+		t.Errorf("--approve of an OpenAPI operation: exit %d, stderr %q", code2, stderr)
+	}
+	if approvalKey("get-forecast") != approvalKey("get_forecast") || approvalKey("Get_Forecast") != "get_forecast" {
+		t.Errorf("approvalKey does not match a server's name with Python's")
 	}
 }

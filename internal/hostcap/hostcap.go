@@ -51,7 +51,8 @@ var (
 		env: "CODEMODE_REQUIRE_DOCKER",
 	}
 	// NPM: node and npm, which install test fixtures from npm (the MCP
-	// reference server, GitHub's OpenAPI description).
+	// reference servers, the TypeScript SDK, the MCP Inspector, GitHub's
+	// OpenAPI description).
 	NPM = Capability{
 		name: "npm",
 		what: "a package from npm (node and npm install it on first use)",

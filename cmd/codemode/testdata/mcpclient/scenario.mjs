@@ -4,11 +4,17 @@
 //   node scenario.mjs SDK_DIR stdio CODEMODE_BINARY ARGS...
 //   node scenario.mjs SDK_DIR http URL
 //
-// SDK_DIR is where npm installed @modelcontextprotocol/sdk. Prints one
+// SDK_DIR is where npm installed @modelcontextprotocol/sdk. The server
+// must front server-everything as "everything" and server-filesystem as
+// "files" (allowed the directory of $NOTES_PATH, its write_file needing
+// approval), and the greeter OpenAPI document as "greeter"; over http,
+// $CODEMODE_PID is the server's process id, for the step that kills an
+// upstream. Prints one
 // JSON object per step: {"step", "text", "isError"}, or {"step", "error"}
 // for a call that threw; the Go test judges them.
 import { pathToFileURL } from "node:url";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
 
 const [sdkDir, mode, target, ...rest] = process.argv.slice(2);
 const sdk = (p) => import(pathToFileURL(join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
@@ -25,7 +31,17 @@ if (mode === "stdio") {
   transport = new StreamableHTTPClientTransport(new URL(target));
 }
 
-const client = new Client({ name: "codemode-scenario", version: "1.0.0" });
+const { ElicitRequestSchema } = await sdk("types.js");
+
+// The client can be asked for a person's approval: it answers with the
+// next of elicitAnswers, and counts the questions.
+const client = new Client({ name: "codemode-scenario", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+const elicitAnswers = [];
+let elicited = 0;
+client.setRequestHandler(ElicitRequestSchema, async () => {
+  elicited++;
+  return elicitAnswers.shift() || { action: "cancel" };
+});
 await client.connect(transport);
 
 const out = (o) => process.stdout.write(JSON.stringify(o) + "\n");
@@ -59,6 +75,17 @@ await step("execute1", "execute", {
   ].join("\n"),
 });
 await step("execute2", "execute", { code: "print('kept:', total)" });
+// Files the code writes come back: a small one embedded, a large one as a
+// link that resources/read serves.
+try {
+  const res = await client.callTool({ name: "execute", arguments: { code: "open('small.txt', 'w').write('a small file')\nopen('large.txt', 'w').write('z' * 100000)" } });
+  const embedded = res.content.filter((c) => c.type === "resource").map((c) => c.resource.text);
+  const links = res.content.filter((c) => c.type === "resource_link");
+  const read = links.length ? await client.readResource({ uri: links[0].uri }) : { contents: [] };
+  out({ step: "files", text: JSON.stringify({ embedded, links: links.map((l) => l.name), read: read.contents.map((c) => (c.text || "").length) }), isError: !!res.isError });
+} catch (e) {
+  out({ step: "files", error: String(e && e.message ? e.message : e) });
+}
 // A warm session's no-op execute, timed over this transport.
 const times = [];
 for (let i = 0; i < 20; i++) {
@@ -68,7 +95,6 @@ for (let i = 0; i < 20; i++) {
 }
 times.sort((a, b) => a - b);
 out({ step: "noop-ms", text: times[10].toFixed(2), isError: false });
-out({ step: "list-bytes", text: String(JSON.stringify(listed).length), isError: false });
 
 await step("typed-error", "execute", {
   code: "from tools.everything import get_sum\nfrom tools import ToolError\ntry:\n    get_sum(a='two', b=1)\nexcept ToolError as e:\n    print(type(e).__name__)",
@@ -81,15 +107,52 @@ await step("cancel", "execute", { code: "import time\ntime.sleep(60)\nprint('sle
 await step("after-cancel", "execute", { code: "print('total' in globals())" });
 out({ step: "cancel-ms", text: String(Date.now() - started), isError: false });
 
-await client.close();
+// Progress: a block of 2.5 s, asked with a progress token, is told how
+// long it has run (the server reports every 500 ms in the test).
+let progressed = 0;
+await step("progress", "execute", { code: "import time\ntime.sleep(2.5)\nprint('done')" }, { onprogress: () => progressed++ });
+out({ step: "progress-count", text: String(progressed), isError: false });
 
-// The upstream's own tool list, for comparison, when its entry point is
-// given.
-if (process.env.EVERYTHING_MAIN) {
-  const { StdioClientTransport } = await sdk("client/stdio.js");
-  const direct = new Client({ name: "codemode-scenario-direct", version: "1.0.0" });
-  await direct.connect(new StdioClientTransport({ command: "node", args: [process.env.EVERYTHING_MAIN, "stdio"], stderr: "ignore" }));
-  const own = await direct.listTools();
-  out({ step: "upstream-list-bytes", text: String(JSON.stringify(own).length), isError: false });
-  await direct.close();
+// Approvals: files.write_file needs one; the client approves, then
+// declines.
+const approved = join(dirname(process.env.NOTES_PATH), "approved.txt");
+const writeCode = (path) => [
+  "from tools.files import write_file, read_text_file",
+  "from tools import ToolDeniedError",
+  "try:",
+  `    write_file(path=${JSON.stringify(path)}, content='written with approval')`,
+  `    print(read_text_file(path=${JSON.stringify(path)}))`,
+  "except ToolDeniedError:",
+  "    print('denied')",
+  "print('kept:', total)",
+].join("\n");
+elicitAnswers.push({ action: "accept", content: { approve: true } });
+await step("approve", "execute", { code: writeCode(approved) });
+elicitAnswers.push({ action: "decline" });
+await step("decline", "execute", { code: writeCode(approved + ".2") });
+out({ step: "elicited", text: String(elicited), isError: false });
+
+// An upstream killed mid-session: the filesystem server, a child of the
+// codemode process, found in /proc. The next call of its tools is a
+// ToolError, soon.
+const serverPid = mode === "stdio" ? transport.pid : Number(process.env.CODEMODE_PID);
+const children = [];
+for (const d of readdirSync("/proc")) {
+  if (!/^\d+$/.test(d)) continue;
+  try {
+    const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    const cmdline = readFileSync(`/proc/${d}/cmdline`, "utf8");
+    if (ppid === serverPid && cmdline.includes("server-filesystem")) children.push(Number(d));
+  } catch {}
 }
+out({ step: "killed", text: String(children.length), isError: false });
+for (const pid of children) process.kill(pid, "SIGKILL");
+const killedAt = Date.now();
+await step("dead-upstream", "execute", {
+  code: `from tools.files import read_text_file\nfrom tools import ToolError\ntry:\n    read_text_file(path=${JSON.stringify(process.env.NOTES_PATH)})\nexcept ToolError as e:\n    print(type(e).__name__, e)\nprint('kept:', total)`,
+});
+out({ step: "dead-upstream-ms", text: String(Date.now() - killedAt), isError: false });
+await step("after-dead", "execute", { code: "from tools.everything import get_sum\nprint(get_sum(a=1, b=1))" });
+
+await client.close();
