@@ -177,12 +177,22 @@ func (u *upstreams) claim(name, source string) error {
 	return nil
 }
 
-// stop ends the stdio servers started.
+// stop ends the stdio servers started. A server's command is the MCP
+// client's: its transport waits on it once the connection ends, which the
+// kill makes happen, so stop waits, for a while, for that rather than
+// waiting on the command a second time.
 func (u *upstreams) stop() {
+	var started []*os.Process
 	for _, c := range u.procs {
 		if c.Process != nil {
 			_ = c.Process.Kill()
-			_ = c.Wait()
+			started = append(started, c.Process)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range started {
+		for p.Signal(syscall.Signal(0)) == nil && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 }
