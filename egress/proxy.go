@@ -36,6 +36,12 @@ type Proxy struct {
 
 	conns atomic.Int64 // connections to the outside open now
 	used  atomic.Int64 // bytes moved, both ways
+
+	// The current block's bound (0: none), what it moved since
+	// StartBlock, and whether the bound refused or cut a connection.
+	blockLimit    atomic.Int64
+	blockUsed     atomic.Int64
+	blockExceeded atomic.Bool
 }
 
 // New checks p and returns its proxy. An entry it cannot read is an error
@@ -74,6 +80,56 @@ func (x *Proxy) Used() int64 { return x.used.Load() }
 
 // ResetUsage starts counting bytes against Policy.MaxBytes afresh.
 func (x *Proxy) ResetUsage() { x.used.Store(0) }
+
+// StartBlock starts counting the bytes of a block of code afresh and
+// bounds them, both ways, by limit; zero or less means no bound but
+// Policy.MaxBytes. Once the block has moved limit bytes the proxy refuses
+// new connections with a 403 whose reason names the bound, its limit and
+// what was used, and cuts the connections in flight at the limit. The
+// bytes of connections a previous block left open count against the new
+// block.
+func (x *Proxy) StartBlock(limit int64) {
+	x.blockLimit.Store(0)
+	x.blockUsed.Store(0)
+	x.blockExceeded.Store(false)
+	x.blockLimit.Store(max(limit, 0))
+}
+
+// BlockUsage reports the bytes moved since StartBlock, both ways, and
+// whether the block's bound refused or cut a connection.
+func (x *Proxy) BlockUsage() (used int64, exceeded bool) {
+	return x.blockUsed.Load(), x.blockExceeded.Load()
+}
+
+// left is how many bytes may still move: what is left of Policy.MaxBytes
+// and of the block's bound.
+func (x *Proxy) left() int64 {
+	l := x.p.MaxBytes - x.used.Load()
+	if b := x.blockLimit.Load(); b > 0 {
+		l = min(l, b-x.blockUsed.Load())
+	}
+	return l
+}
+
+// charge counts n bytes moved.
+func (x *Proxy) charge(n int64) {
+	x.used.Add(n)
+	x.blockUsed.Add(n)
+}
+
+// overBudget is why no more bytes may move: the block's bound or
+// Policy.MaxBytes. It notes a block's bound that stopped a connection.
+func (x *Proxy) overBudget() *refusal { return x.overBudgetBy(1) }
+
+// overBudgetBy is why n more bytes may not move.
+func (x *Proxy) overBudgetBy(n int64) *refusal {
+	if b, u := x.blockLimit.Load(), x.blockUsed.Load(); b > 0 && u+n > b {
+		x.blockExceeded.Store(true)
+		return &refusal{http.StatusForbidden, fmt.Sprintf(
+			"the block's egress budget (Budgets.EgressBytes) of %d bytes is spent: %d used; no more connections in this block", b, u)}
+	}
+	return &refusal{http.StatusForbidden, fmt.Sprintf("the egress budget of %d bytes is spent", x.p.MaxBytes)}
+}
 
 // Serve serves each connection l accepts until l is closed.
 func (x *Proxy) Serve(ctx context.Context, l net.Listener) error {
@@ -205,9 +261,9 @@ func (x *Proxy) open(ctx context.Context, host string, port uint16) (net.Conn, n
 		x.conns.Add(-1)
 		return nil, netip.Addr{}, &refusal{http.StatusTooManyRequests, fmt.Sprintf("more than %d connections at once through the egress proxy", x.p.MaxConnections)}
 	}
-	if x.used.Load() >= x.p.MaxBytes {
+	if x.left() <= 0 {
 		x.conns.Add(-1)
-		return nil, netip.Addr{}, &refusal{http.StatusForbidden, fmt.Sprintf("the egress budget of %d bytes is spent", x.p.MaxBytes)}
+		return nil, netip.Addr{}, x.overBudget()
 	}
 	addr := addrs[0]
 	dctx, cancel := context.WithTimeout(ctx, x.p.MaxConnDuration)
@@ -230,25 +286,29 @@ type meteredConn struct {
 	out    atomic.Int64
 }
 
-var errBudget = errors.New("the egress budget of bytes is spent")
-
+// Read reads at most what is left of the budgets.
 func (m *meteredConn) Read(p []byte) (int, error) {
-	if m.x.used.Load() >= m.x.p.MaxBytes {
-		return 0, errBudget
+	left := m.x.left()
+	if left <= 0 {
+		return 0, m.x.overBudget()
+	}
+	if int64(len(p)) > left {
+		p = p[:left]
 	}
 	n, err := m.Conn.Read(p)
 	m.in.Add(int64(n))
-	m.x.used.Add(int64(n))
+	m.x.charge(int64(n))
 	return n, err
 }
 
+// Write writes all of p or, past what is left of the budgets, none of it.
 func (m *meteredConn) Write(p []byte) (int, error) {
-	if m.x.used.Load()+int64(len(p)) > m.x.p.MaxBytes {
-		return 0, errBudget
+	if int64(len(p)) > m.x.left() {
+		return 0, m.x.overBudgetBy(int64(len(p)))
 	}
 	n, err := m.Conn.Write(p)
 	m.out.Add(int64(n))
-	m.x.used.Add(int64(n))
+	m.x.charge(int64(n))
 	return n, err
 }
 
@@ -345,13 +405,13 @@ func (x *Proxy) copy(dst io.Writer, src io.Reader, n *atomic.Int64) error {
 // copyN is copy of at most limit bytes.
 func (x *Proxy) copyN(dst io.Writer, src io.Reader, limit int64, n *atomic.Int64) error {
 	for limit > 0 {
-		left := x.p.MaxBytes - x.used.Load()
+		left := x.left()
 		if left <= 0 {
-			return errBudget
+			return x.overBudget()
 		}
 		c, err := io.CopyN(dst, src, min(left, copyChunk, limit))
 		n.Add(c)
-		x.used.Add(c)
+		x.charge(c)
 		limit -= c
 		if err != nil {
 			if errors.Is(err, io.EOF) {

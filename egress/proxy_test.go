@@ -436,3 +436,56 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("Describe of no hosts: %q", got)
 	}
 }
+
+func TestBlockBudget(t *testing.T) {
+	_, pa := server(t, false)
+	port := pa.Port()
+	e := newEnv(t, egress.Policy{Allow: []string{fmt.Sprintf("api.test:%d", port)}, AllowAddresses: loopback},
+		map[string][]netip.Addr{"api.test": {pa.Addr()}})
+	big := fmt.Sprintf("http://api.test:%d/big", port)
+	small := fmt.Sprintf("http://api.test:%d/", port)
+
+	const limit = 300 << 10
+	e.proxy.StartBlock(limit)
+	if code, body, err := get(t, e.client(), small); err != nil || code != 200 || !strings.Contains(body, "hello GET /") {
+		t.Fatalf("a request inside the block's budget: %d %q %v", code, body, err)
+	}
+	if used, exceeded := e.proxy.BlockUsage(); used == 0 || exceeded {
+		t.Fatalf("after a small request: used %d, exceeded %v; want bytes counted and the budget not exceeded", used, exceeded)
+	}
+	resp, err := e.client().Get(big)
+	if err == nil {
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if n >= 1<<20 {
+			t.Errorf("read all %d bytes of a 1 MiB download with a 300 KiB block budget", n)
+		}
+	}
+	used, exceeded := e.proxy.BlockUsage()
+	if used > limit || !exceeded {
+		t.Errorf("after the cut download: used %d, exceeded %v; want at most %d and exceeded", used, exceeded, limit)
+	}
+	code, body, _ := get(t, e.client(), small)
+	if code != 403 || !strings.Contains(body, "Budgets.EgressBytes") || !strings.Contains(body, fmt.Sprintf("of %d bytes", limit)) ||
+		!strings.Contains(body, fmt.Sprintf("%d used", used)) {
+		t.Errorf("a request past the block's budget: %d %q; want a 403 naming the budget, its limit and what was used", code, body)
+	}
+	if e.proxy.Used() < used {
+		t.Errorf("the proxy's lifetime count %d is below the block's %d", e.proxy.Used(), used)
+	}
+
+	// The next block starts afresh, without a bound.
+	e.proxy.StartBlock(0)
+	resp, err = e.client().Get(big)
+	if err != nil {
+		t.Fatalf("the next block's download: %v", err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if n != 1<<20 {
+		t.Errorf("the next block read %d bytes, want 1 MiB", n)
+	}
+	if used, exceeded := e.proxy.BlockUsage(); used < 1<<20 || exceeded {
+		t.Errorf("the next block: used %d, exceeded %v", used, exceeded)
+	}
+}

@@ -75,6 +75,9 @@ func (p *Pool) Name() string { return p.Backend.Name() }
 // DescribeNetwork is the pooled backend's (see [NetworkOf]).
 func (p *Pool) DescribeNetwork() string { return NetworkOf(p.Backend) }
 
+// MetersEgress passes the backend's [EgressMetering] through.
+func (p *Pool) MetersEgress() bool { return MetersEgress(p.Backend) }
+
 func (p *Pool) size() int { return max(p.Size, 1) }
 
 // poolKey identifies the sessions that can stand in for one another.
@@ -160,6 +163,9 @@ type pooledSession struct{ Session }
 // StartPath is "pooled": the session was started ahead, before it was
 // asked for.
 func (pooledSession) StartPath() (path, reason string) { return "pooled", "" }
+
+// Unwrap is the session the pool started ([EgressMeterOf]).
+func (s pooledSession) Unwrap() Session { return s.Session }
 
 // Err passes the pooled session's liveness through.
 func (s pooledSession) Err() error {

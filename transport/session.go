@@ -33,6 +33,50 @@ type StartReporter interface {
 	StartPath() (path, reason string)
 }
 
+// An EgressMeter is a [Session] whose code reaches the network through an
+// egress proxy on the host that counts each block's bytes. The plugin
+// calls MeterEgress before each block and EgressUsage after it.
+type EgressMeter interface {
+	// MeterEgress starts counting a block's egress bytes afresh and bounds
+	// them, both ways, by limit; zero means no bound. Past it the proxy
+	// refuses new connections (HTTP 403, naming the bound) and cuts those
+	// in flight.
+	MeterEgress(limit int64)
+	// EgressUsage reports the bytes moved through the proxy, both ways,
+	// since MeterEgress, and whether the bound refused or cut a
+	// connection.
+	EgressUsage() (bytes int64, exceeded bool)
+}
+
+// An EgressMetering is a [Backend] that says whether its sessions meter
+// their egress per block ([EgressMeter]): whether they have an egress
+// proxy at all.
+type EgressMetering interface {
+	MetersEgress() bool
+}
+
+// MetersEgress reports whether b's sessions meter their egress per block.
+func MetersEgress(b Backend) bool {
+	m, ok := b.(EgressMetering)
+	return ok && m.MetersEgress()
+}
+
+// EgressMeterOf is s's [EgressMeter], or nil. It looks through sessions
+// that wrap another and say so with an Unwrap() Session method.
+func EgressMeterOf(s Session) EgressMeter {
+	for s != nil {
+		if m, ok := s.(EgressMeter); ok {
+			return m
+		}
+		u, ok := s.(interface{ Unwrap() Session })
+		if !ok {
+			return nil
+		}
+		s = u.Unwrap()
+	}
+	return nil
+}
+
 // NoNetwork is the [NetworkDescriber] sentence of a backend whose
 // sandboxes have no network but their own loopback.
 const NoNetwork = "none: only the sandbox's own loopback; pip install and HTTP requests fail, so use the tools for data from outside"

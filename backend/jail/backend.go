@@ -70,6 +70,11 @@ func (b *Backend) DescribeNetwork() string {
 	return b.Egress.Describe()
 }
 
+// MetersEgress reports whether the backend's sessions have an egress
+// proxy that meters each block ([transport.EgressMetering]): whether
+// Egress is set.
+func (b *Backend) MetersEgress() bool { return b.Egress != nil }
+
 // Name identifies the backend and its interpreter, for example
 // "jail:/usr/bin/python3".
 func (b *Backend) Name() string {
@@ -87,6 +92,29 @@ type Session struct {
 	cmd      *Cmd
 	forked   bool
 	fallback error
+	egress   *egress.Proxy // nil: no egress
+}
+
+var _ transport.EgressMeter = (*Session)(nil)
+
+// MeterEgress starts counting the next block's bytes through the
+// session's egress proxy and bounds them by limit (zero: no bound but the
+// policy's MaxBytes) ([transport.EgressMeter]). Without egress it does
+// nothing.
+func (s *Session) MeterEgress(limit int64) {
+	if s.egress != nil {
+		s.egress.StartBlock(limit)
+	}
+}
+
+// EgressUsage reports the bytes the block moved through the session's
+// egress proxy since MeterEgress, and whether its bound refused or cut a
+// connection ([transport.EgressMeter]).
+func (s *Session) EgressUsage() (bytes int64, exceeded bool) {
+	if s.egress == nil {
+		return 0, false
+	}
+	return s.egress.BlockUsage()
 }
 
 // StartPath says how the session started ([transport.StartReporter]):
@@ -134,7 +162,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		}
 		return nil, fmt.Errorf("jail: %w", err)
 	}
-	return &Session{Session: client, cmd: st.cmd, forked: st.zygote && st.fallback == nil, fallback: st.fallback}, nil
+	return &Session{Session: client, cmd: st.cmd, forked: st.zygote && st.fallback == nil, fallback: st.fallback, egress: st.proxy}, nil
 }
 
 // ServeSession serves one session of a sandbox server over stream, a
@@ -241,6 +269,7 @@ type starter struct {
 	config   Config
 	zygote   bool
 	egress   *egress.Policy // nil: no egress
+	proxy    *egress.Proxy  // the session's egress proxy, once started
 	cmd      *Cmd           // the jail Start started
 	fallback error          // why Start started the jail cold although it was to fork it
 }
@@ -252,7 +281,7 @@ func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, er
 	var connector *os.File // the sandbox end of the egress connector
 	if s.egress != nil {
 		var err error
-		if connector, err = startEgress(*s.egress); err != nil {
+		if connector, s.proxy, err = startEgress(*s.egress); err != nil {
 			return nil, err
 		}
 		// The jail holds its own copy once started; without one the

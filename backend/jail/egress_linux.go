@@ -21,19 +21,20 @@ const maxEgressClients = 128
 
 // startEgress starts the host side of one session's egress: a proxy for
 // policy, and a connector, a SOCK_SEQPACKET socket pair whose sandbox end
-// it returns for the jail (the supervisor's Config.EgressFD). Each message
+// it returns for the jail (the supervisor's Config.EgressFD), with the
+// proxy, which meters the session's blocks. Each message
 // on the host end carries one descriptor, a stream socket to serve as one
 // proxy client. The host side ends, closing every connection it serves,
 // once every copy of the sandbox end is closed: when the jail has ended,
 // or when the caller closes its copy without passing it on.
-func startEgress(policy egress.Policy) (*os.File, error) {
+func startEgress(policy egress.Policy) (*os.File, *egress.Proxy, error) {
 	proxy, err := egress.New(policy)
 	if err != nil {
-		return nil, fmt.Errorf("jail: Backend.Egress: %w", err)
+		return nil, nil, fmt.Errorf("jail: Backend.Egress: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("jail: egress connector: %w", err)
+		return nil, nil, fmt.Errorf("jail: egress connector: %w", err)
 	}
 	hostF := os.NewFile(uintptr(fds[0]), "egress-connector")
 	sandbox := os.NewFile(uintptr(fds[1]), "egress-connector-sandbox")
@@ -41,16 +42,16 @@ func startEgress(policy egress.Policy) (*os.File, error) {
 	hostF.Close()
 	if err != nil {
 		sandbox.Close()
-		return nil, fmt.Errorf("jail: egress connector: %w", err)
+		return nil, nil, fmt.Errorf("jail: egress connector: %w", err)
 	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		c.Close()
 		sandbox.Close()
-		return nil, fmt.Errorf("jail: egress connector is a %T, not a Unix socket", c)
+		return nil, nil, fmt.Errorf("jail: egress connector is a %T, not a Unix socket", c)
 	}
 	go serveEgress(proxy, uc)
-	return sandbox, nil
+	return sandbox, proxy, nil
 }
 
 // serveEgress serves the proxy clients whose descriptors arrive on conn

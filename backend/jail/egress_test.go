@@ -286,3 +286,48 @@ print(time.perf_counter() - t)
 	b.ReportMetric(direct/n*1e3, "ms/direct")
 	b.ReportMetric(proxied/direct, "ratio")
 }
+
+// TestEgressMeter: on both start paths the session meters each block's
+// egress bytes and bounds them (transport.EgressMeter).
+func TestEgressMeter(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, strings.Repeat("m", 10_000))
+	}))
+	defer srv.Close()
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	policy := &egress.Policy{
+		Allow:          []string{"api.test:" + port},
+		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Resolver:       testResolver{"api.test": {netip.MustParseAddr("127.0.0.1")}},
+		Logger:         slog.New(slog.DiscardHandler),
+	}
+	code := `
+import urllib.request
+try:
+    print(len(urllib.request.urlopen("http://api.test:` + port + `/", timeout=20).read()))
+except Exception as e:
+    print(e)`
+	egressStartPaths(t, policy, func(t *testing.T, s *Session) {
+		m := transport.EgressMeterOf(s)
+		if m == nil {
+			t.Fatal("a session with egress is no transport.EgressMeter")
+		}
+		m.MeterEgress(0)
+		if r := execIn(t, s, code); r.Stdout != "10000\n" {
+			t.Fatalf("a download without a bound: %q %s", r.Stdout, r.Stderr)
+		}
+		if used, exceeded := m.EgressUsage(); used < 10_000 || exceeded {
+			t.Errorf("after a 10,000-byte download: used %d, exceeded %v", used, exceeded)
+		}
+		m.MeterEgress(5_000)
+		if r := execIn(t, s, code); r.Stdout == "10000\n" {
+			t.Errorf("a 10,000-byte download under a 5,000-byte bound: %q %s", r.Stdout, r.Stderr)
+		}
+		if used, exceeded := m.EgressUsage(); used > 5_000 || !exceeded {
+			t.Errorf("under a 5,000-byte bound: used %d, exceeded %v", used, exceeded)
+		}
+		if r := execIn(t, s, code); !strings.Contains(r.Stdout, "HTTP Error 403") || !strings.Contains(r.Stdout, "Budgets.EgressBytes") {
+			t.Errorf("a download past the bound: %q, want a 403 naming it", r.Stdout)
+		}
+	})
+}

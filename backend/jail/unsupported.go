@@ -45,7 +45,7 @@ func (c *Cmd) cleanupErr() error { return nil }
 
 func forkSession(Config, launch.Command, *os.File) (*Cmd, error) { return nil, unsupported() }
 
-func startEgress(egress.Policy) (*os.File, error) { return nil, unsupported() }
+func startEgress(egress.Policy) (*os.File, *egress.Proxy, error) { return nil, nil, unsupported() }
 
 func closeZygote(Config) error { return nil }
 

@@ -173,7 +173,13 @@ type BlockEnd struct {
 	StdoutDropped, StderrDropped int64
 	Files                        int  // workspace files created or changed
 	Background                   bool // threads or processes left running
-	Err                          error
+	// EgressMetered says the session meters its egress: EgressBytes is
+	// what the block moved through the egress proxy, both ways, and
+	// EgressExceeded says Budgets.EgressBytes refused or cut a connection.
+	EgressMetered  bool
+	EgressBytes    int64
+	EgressExceeded bool
+	Err            error
 }
 
 // End ends the block's span and records its duration and audit record.
@@ -198,6 +204,12 @@ func (b *Block) End(e BlockEnd) {
 	}
 	if e.Background {
 		attrs = append(attrs, attribute.Bool("codemode.block.background", true))
+	}
+	if e.EgressMetered {
+		attrs = append(attrs, attribute.Int64("codemode.egress.bytes", e.EgressBytes))
+	}
+	if e.EgressExceeded {
+		attrs = append(attrs, attribute.String("codemode.budget_exceeded", "Budgets.EgressBytes"))
 	}
 	for _, s := range []struct {
 		name    string
@@ -232,6 +244,12 @@ func (b *Block) End(e BlockEnd) {
 		}
 		if e.Lost != "" {
 			rec = append(rec, slog.String("lost", e.Lost))
+		}
+		if e.EgressMetered {
+			rec = append(rec, slog.Int64("egress_bytes", e.EgressBytes))
+		}
+		if e.EgressExceeded {
+			rec = append(rec, slog.String("budget_exceeded", "Budgets.EgressBytes"))
 		}
 		b.o.audit.LogAttrs(context.Background(), slog.LevelInfo, "codemode.block", rec...)
 	}

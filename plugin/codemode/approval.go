@@ -299,7 +299,11 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.I
 		// does not count.
 		res, sess, err := e.runBlock(fctx, tn, transport.Block{Code: code, Grace: e.cfg.Grace}, f.clock)
 		f.clock.stop()
-		blk.End(blockEnd(fctx, res, err))
+		end := blockEnd(fctx, res, err)
+		if sess != nil {
+			end.EgressBytes, end.EgressExceeded, end.EgressMetered = f.egressSpent(sess)
+		}
+		blk.End(end)
 		f.mu.Lock()
 		f.done, f.res, f.sess, f.err = true, res, sess, err
 		for _, r := range f.queue {
@@ -372,7 +376,7 @@ func (e *engine) settle(ctx agent.Context, tn *turn, exec *execCall, f *flight, 
 	if err != nil {
 		return nil, err
 	}
-	if note := f.budgetNote(); note != "" {
+	if note := f.budgetNote(e.cfg.Budgets); note != "" {
 		stderr, _ := out["stderr"].(string)
 		out["stderr"] = appendLine(stderr, note)
 	}

@@ -30,6 +30,20 @@ type Budgets struct {
 	// code gets BudgetExceeded instead of its result; later calls are not
 	// made.
 	ResultBytes int64
+	// EgressBytes is the most bytes one block may move through the egress
+	// proxy, both ways (request and response bytes as they cross the
+	// proxy, TLS included for https). Once the block has moved it, the
+	// proxy refuses new connections with HTTP 403 and a reason that names
+	// the budget, its limit and what was used (urllib raises HTTPError
+	// with it), and cuts connections in flight at the limit (a download
+	// ends short). The request that crosses the limit may have reached
+	// the server; none after it does. It needs a backend whose sessions
+	// meter their egress (the jail with Config.Egress or Backend.Egress
+	// set, see transport.EgressMetering): on another, New fails. Bytes of
+	// connections an earlier block left open count against the block
+	// that runs when they move. The egress policy's MaxBytes still bounds
+	// the session's whole life.
+	EgressBytes int64
 	// BlocksPerTurn is the most execute_code calls one invocation may
 	// make; past it, execute_code runs no code and tells the model so.
 	BlocksPerTurn int
@@ -60,6 +74,10 @@ type spend struct {
 	// refused, in the order they first did.
 	ranOut  []string
 	refused map[string]int
+	// egressBytes is what the block moved through the egress proxy;
+	// egressOut says Budgets.EgressBytes refused or cut a connection.
+	egressBytes int64
+	egressOut   bool
 }
 
 // exceeded refuses a call for the budget name and says so to the code.
@@ -130,17 +148,54 @@ func (f *flight) receive(b Budgets, st *surfaceTool, res transport.ToolResult) t
 	return res
 }
 
+// checkEgressBudget fails when b sets Budgets.EgressBytes for a backend
+// whose sessions do not meter their egress.
+func checkEgressBudget(b Budgets, backend transport.Backend) error {
+	if b.EgressBytes > 0 && !transport.MetersEgress(backend) {
+		return fmt.Errorf("codemode: Budgets.EgressBytes is %d, but the backend %s has no egress proxy that meters each block's bytes: set Config.Egress (or the jail backend's Egress), or leave Budgets.EgressBytes zero",
+			b.EgressBytes, backend.Name())
+	}
+	return nil
+}
+
+// meterEgress starts metering the block about to run on s against
+// Budgets.EgressBytes, when s meters its egress.
+func meterEgress(b Budgets, s transport.Session) {
+	if m := transport.EgressMeterOf(s); m != nil {
+		m.MeterEgress(max(b.EgressBytes, 0))
+	}
+}
+
+// egressSpent records what the block moved through the egress proxy of s,
+// when s meters its egress, and says whether s does.
+func (f *flight) egressSpent(s transport.Session) (bytes int64, exceeded, metered bool) {
+	m := transport.EgressMeterOf(s)
+	if m == nil {
+		return 0, false, false
+	}
+	bytes, exceeded = m.EgressUsage()
+	f.mu.Lock()
+	f.spent.egressBytes, f.spent.egressOut = bytes, exceeded
+	f.mu.Unlock()
+	return bytes, exceeded, true
+}
+
 // budgetNote tells the model which budgets of the block ran out, or is "".
-func (f *flight) budgetNote() string {
+func (f *flight) budgetNote(b Budgets) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := &f.spent
-	if len(s.ranOut) == 0 {
-		return ""
+	var lines []string
+	if len(s.ranOut) > 0 {
+		parts := make([]string, len(s.ranOut))
+		for i, name := range s.ranOut {
+			parts[i] = fmt.Sprintf("%s (%d refused)", name, s.refused[name])
+		}
+		lines = append(lines, "[Budget: "+strings.Join(parts, ", ")+" ran out in this block; the calls past it raised BudgetExceeded and were not made.]")
 	}
-	parts := make([]string, len(s.ranOut))
-	for i, name := range s.ranOut {
-		parts[i] = fmt.Sprintf("%s (%d refused)", name, s.refused[name])
+	if s.egressOut {
+		lines = append(lines, fmt.Sprintf("[Budget: Budgets.EgressBytes (%s bytes) ran out in this block after %s bytes through the egress proxy; connections past it were refused (HTTP 403) or cut.]",
+			thousands(int(b.EgressBytes)), thousands(int(s.egressBytes))))
 	}
-	return "[Budget: " + strings.Join(parts, ", ") + " ran out in this block; the calls past it raised BudgetExceeded and were not made.]"
+	return strings.Join(lines, "\n")
 }

@@ -163,6 +163,7 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, 
 		case err != nil:
 			return nil, nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
 		}
+		meterEgress(e.cfg.Budgets, sess)
 		clock.start()
 		res, err := sess.Exec(ctx, block)
 		if err == nil {

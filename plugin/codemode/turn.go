@@ -201,6 +201,9 @@ type countedSession struct {
 	closed  atomic.Bool
 }
 
+// Unwrap is the backend's session ([transport.EgressMeterOf]).
+func (s *countedSession) Unwrap() transport.Session { return s.Session }
+
 func (s *countedSession) Close() error {
 	if !s.closed.Swap(true) {
 		s.obs.SandboxClosed(s.backend)

@@ -301,7 +301,11 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.I
 		// does not count.
 		res, sess, err := e.runBlock(fctx, tn, transport.Block{Code: code, Grace: e.cfg.Grace}, f.clock)
 		f.clock.stop()
-		blk.End(blockEnd(fctx, res, err))
+		end := blockEnd(fctx, res, err)
+		if sess != nil {
+			end.EgressBytes, end.EgressExceeded, end.EgressMetered = f.egressSpent(sess)
+		}
+		blk.End(end)
 		f.mu.Lock()
 		f.done, f.res, f.sess, f.err = true, res, sess, err
 		for _, r := range f.queue {
@@ -374,7 +378,7 @@ func (e *engine) settle(ctx agent.ToolContext, tn *turn, exec *execCall, f *flig
 	if err != nil {
 		return nil, err
 	}
-	if note := f.budgetNote(); note != "" {
+	if note := f.budgetNote(e.cfg.Budgets); note != "" {
 		stderr, _ := out["stderr"].(string)
 		out["stderr"] = appendLine(stderr, note)
 	}

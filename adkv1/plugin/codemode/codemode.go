@@ -129,6 +129,9 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 		}
 		cfg.Backend, own = jb, jb
 	}
+	if err := checkEgressBudget(cfg.Budgets, cfg.Backend); err != nil {
+		return nil, err
+	}
 	bare, err := staticTools(cfg.Tools)
 	if err != nil {
 		return nil, err
