@@ -479,7 +479,11 @@ func (x *Proxy) forward(ctx context.Context, c net.Conn, req *http.Request) bool
 	}
 	_ = c.SetWriteDeadline(start.Add(x.p.MaxConnDuration))
 	m := up.(*meteredConn)
-	if resp.ContentLength > 0 && len(resp.TransferEncoding) == 0 {
+	// A response to HEAD, and a 1xx, 204 or 304, has no body whatever
+	// its Content-Length says.
+	bodyless := req.Method == http.MethodHead || resp.StatusCode < 200 ||
+		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
+	if !bodyless && resp.ContentLength > 0 && len(resp.TransferEncoding) == 0 {
 		err = x.writeSized(c, resp, ubr, m)
 	} else {
 		err = resp.Write(c)

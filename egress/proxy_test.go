@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -139,6 +140,9 @@ func server(t testing.TB, tlsOn bool) (*httptest.Server, netip.AddrPort) {
 			http.Redirect(w, r, "http://evil.test/steal", http.StatusFound)
 		case "/big":
 			_, _ = w.Write(bytes.Repeat([]byte("x"), 1<<20))
+		case "/sized":
+			w.Header().Set("Content-Length", "5")
+			_, _ = w.Write([]byte("sized"))
 		default:
 			fmt.Fprintf(w, "hello %s %s", r.Method, r.URL.Path)
 		}
@@ -241,6 +245,39 @@ func TestRefusals(t *testing.T) {
 	}
 	if log := e.log(); !strings.Contains(log, "egress: refused") || !strings.Contains(log, "host=evil.test") {
 		t.Errorf("refusals not logged:\n%s", log)
+	}
+}
+
+// TestHeadKeepsConnection: a response to HEAD carries its Content-Length
+// but no body, and the client's connection serves the next request.
+func TestHeadKeepsConnection(t *testing.T) {
+	_, pa := server(t, false)
+	e := newEnv(t, egress.Policy{Allow: []string{fmt.Sprintf("api.test:%d", pa.Port())}, AllowAddresses: loopback},
+		map[string][]netip.Addr{"api.test": {pa.Addr()}})
+	c, err := net.Dial("tcp", e.url.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for _, tc := range []struct{ method, path, body string }{{"HEAD", "/sized", ""}, {"GET", "/", "hello GET /"}} {
+		req, _ := http.NewRequest(tc.method, fmt.Sprintf("http://api.test:%d%s", pa.Port(), tc.path), nil)
+		if err := req.WriteProxy(c); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			t.Fatalf("%s %s on the same connection: %v", tc.method, tc.path, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || string(b) != tc.body {
+			t.Fatalf("%s %s: %d %q %v, want 200 %q", tc.method, tc.path, resp.StatusCode, b, err, tc.body)
+		}
+		if tc.method == "HEAD" && resp.ContentLength != 5 {
+			t.Errorf("HEAD: Content-Length %d, want the server's 5", resp.ContentLength)
+		}
 	}
 }
 
