@@ -74,3 +74,57 @@ type fixedResolver struct{ a netip.Addr }
 func (r fixedResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
 	return []netip.Addr{r.a}, nil
 }
+
+// FuzzUpstreamResponse feeds the proxy arbitrary bytes as a server's
+// answer to a forwarded request, as a hostile server may send: it must
+// relay or cut them, never hang or panic. Its dialer hands it one end of
+// a pipe whose other end writes data; nothing is dialled.
+func FuzzUpstreamResponse(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nX-Sum: 5\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffff\r\nx",
+		"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n\r\nuntil the end",
+		"HTTP/1.0 302 Found\r\nLocation: http://elsewhere.test/\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		x, err := egress.New(egress.Policy{
+			Allow:           []string{"api.test:80"},
+			AllowAddresses:  []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			Resolver:        fixedResolver{netip.MustParseAddr("127.0.0.1")},
+			MaxConnDuration: 2 * time.Second,
+			Dial: func(context.Context, string, string) (net.Conn, error) {
+				proxySide, server := net.Pipe()
+				go func() {
+					defer server.Close()
+					_ = server.SetDeadline(time.Now().Add(3 * time.Second))
+					go func() { _, _ = io.Copy(io.Discard, server) }()
+					_, _ = server.Write(data)
+				}()
+				return proxySide, nil
+			},
+			Logger: discard(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, proxy := net.Pipe()
+		defer client.Close()
+		done := make(chan struct{})
+		go func() { x.ServeConn(context.Background(), proxy); close(done) }()
+		_ = client.SetDeadline(time.Now().Add(5 * time.Second))
+		go func() {
+			_, _ = io.WriteString(client, "GET http://api.test/ HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")
+		}()
+		_, _ = io.Copy(io.Discard, io.LimitReader(client, 1<<20))
+		client.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("ServeConn did not return")
+		}
+	})
+}

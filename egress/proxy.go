@@ -483,11 +483,18 @@ func (x *Proxy) forward(ctx context.Context, c net.Conn, req *http.Request) bool
 	// its Content-Length says.
 	bodyless := req.Method == http.MethodHead || resp.StatusCode < 200 ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
-	if !bodyless && resp.ContentLength > 0 && len(resp.TransferEncoding) == 0 {
+	switch {
+	case !bodyless && resp.ContentLength > 0 && len(resp.TransferEncoding) == 0:
 		err = x.writeSized(c, resp, ubr, m)
-	} else {
+	case !bodyless && len(resp.TransferEncoding) == 1 && resp.TransferEncoding[0] == "chunked":
+		err = x.writeChunked(c, resp, ubr, m)
+	default:
 		err = resp.Write(c)
 	}
+	// One request per connection to the outside: close it now, so that
+	// closing the body, which the relays above read around, does not
+	// wait on a server that keeps it open.
+	_ = up.Close()
 	_ = c.SetWriteDeadline(time.Time{})
 	x.log.Info("egress: connection", "host", host, "port", port, "addr", addr.String(), "method", req.Method,
 		"status", resp.StatusCode, "bytes_out", m.out.Load(), "bytes_in", m.in.Load(), "duration", time.Since(start).Round(time.Millisecond))
@@ -495,37 +502,137 @@ func (x *Proxy) forward(ctx context.Context, c net.Conn, req *http.Request) bool
 }
 
 // writeSized writes a response whose body has a known length: its head,
-// then the body, what ubr holds of it first and the rest straight from
-// the connection, which the kernel splices to the client's.
+// then the body (see relayN).
 func (x *Proxy) writeSized(c net.Conn, resp *http.Response, ubr *bufio.Reader, m *meteredConn) error {
+	if err := writeHead(c, resp, fmt.Sprintf("Content-Length: %d\r\n", resp.ContentLength)); err != nil {
+		return err
+	}
+	return x.relayN(c, ubr, m, resp.ContentLength)
+}
+
+// writeChunked writes a response whose body is chunked as it comes,
+// without decoding it: each chunk's size line is checked and passed on,
+// its data relayed (see relayN), then the trailer up to its blank line.
+func (x *Proxy) writeChunked(c net.Conn, resp *http.Response, ubr *bufio.Reader, m *meteredConn) error {
+	if err := writeHead(c, resp, "Transfer-Encoding: chunked\r\n"); err != nil {
+		return err
+	}
+	for {
+		line, err := ubr.ReadSlice('\n') // bounded by ubr's size
+		if err != nil {
+			return err
+		}
+		size, err := chunkSize(line)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Write(line); err != nil {
+			return err
+		}
+		if size == 0 {
+			break
+		}
+		if err := x.relayN(c, ubr, m, size); err != nil {
+			return err
+		}
+		end, err := ubr.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if string(end) != "\r\n" {
+			return errBadChunk
+		}
+		if _, err := c.Write(end); err != nil {
+			return err
+		}
+	}
+	for range maxTrailerLines {
+		line, err := ubr.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if !bytes.HasSuffix(line, []byte("\r\n")) {
+			return errBadChunk
+		}
+		if _, err := c.Write(line); err != nil {
+			return err
+		}
+		if string(line) == "\r\n" {
+			return nil
+		}
+	}
+	return errBadChunk
+}
+
+// maxTrailerLines bounds the lines of a chunked body's trailer.
+const maxTrailerLines = 64
+
+var errBadChunk = errors.New("egress: the server's chunked body is malformed")
+
+// chunkSize reads a chunk's size line: hexadecimal digits, optionally
+// followed by extensions after ";", ending in CRLF (a bare line feed is
+// refused, as Go's own client refuses it, so that the proxy and the client
+// never read one body two ways).
+func chunkSize(line []byte) (int64, error) {
+	var ok bool
+	if line, ok = bytes.CutSuffix(line, []byte("\r\n")); !ok {
+		return 0, errBadChunk
+	}
+	if i := bytes.IndexByte(line, ';'); i >= 0 {
+		line = line[:i]
+	}
+	line = bytes.TrimRight(line, " \t")
+	if len(line) == 0 || len(line) > 15 { // at most 2^60-1
+		return 0, errBadChunk
+	}
+	n, err := strconv.ParseInt(string(line), 16, 64)
+	if err != nil || n < 0 {
+		return 0, errBadChunk
+	}
+	return n, nil
+}
+
+// writeHead writes resp's status line and headers, with framing (the
+// body's Content-Length or Transfer-Encoding line) in place of the
+// server's.
+func writeHead(c net.Conn, resp *http.Response, framing string) error {
 	var head bytes.Buffer
 	fmt.Fprintf(&head, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
 	resp.Header.Del("Content-Length")
 	if err := resp.Header.Write(&head); err != nil {
 		return err
 	}
-	fmt.Fprintf(&head, "Content-Length: %d\r\n", resp.ContentLength)
+	head.WriteString(framing)
 	if resp.Close {
 		head.WriteString("Connection: close\r\n")
 	}
 	head.WriteString("\r\n")
-	if _, err := c.Write(head.Bytes()); err != nil {
-		return err
-	}
-	left := resp.ContentLength
-	if n := min(int64(ubr.Buffered()), left); n > 0 {
-		b, _ := ubr.Peek(int(n))
-		if _, err := c.Write(b); err != nil {
+	_, err := c.Write(head.Bytes())
+	return err
+}
+
+// relayN moves n bytes of the body from the server to the client: what
+// ubr holds of them first, the rest straight from the connection, which
+// the kernel splices to the client's.
+func (x *Proxy) relayN(c net.Conn, ubr *bufio.Reader, m *meteredConn, n int64) error {
+	if b := min(int64(ubr.Buffered()), n); b > 0 {
+		p, _ := ubr.Peek(int(b))
+		if _, err := c.Write(p); err != nil {
 			return err
 		}
-		left -= n
+		_, _ = ubr.Discard(int(b))
+		n -= b
+	}
+	if n == 0 {
+		return nil
 	}
 	var moved atomic.Int64
-	if err := x.copyN(c, m.Conn, left, &moved); err != nil {
+	err := x.copyN(c, m.Conn, n, &moved)
+	m.in.Add(moved.Load())
+	if err != nil {
 		return err
 	}
-	m.in.Add(moved.Load())
-	if moved.Load() != left {
+	if moved.Load() != n {
 		return io.ErrUnexpectedEOF
 	}
 	return nil

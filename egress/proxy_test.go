@@ -526,3 +526,71 @@ func TestBlockBudget(t *testing.T) {
 		t.Errorf("the next block: used %d, exceeded %v", used, exceeded)
 	}
 }
+
+// rawServer answers every connection with resp, whatever it asks, then
+// closes it.
+func rawServer(t *testing.T, resp string) netip.AddrPort {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = http.ReadRequest(bufio.NewReader(c))
+				_, _ = io.WriteString(c, resp)
+			}()
+		}
+	}()
+	return netip.MustParseAddrPort(l.Addr().String())
+}
+
+// TestChunkedRelay: a chunked body is relayed as it comes, extensions and
+// trailer included, and a malformed one is cut rather than passed on.
+func TestChunkedRelay(t *testing.T) {
+	const head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	for _, tc := range []struct {
+		name, body string
+		want       string // "" when the client must see an error
+		trailer    string
+	}{
+		{"chunks", "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 11\r\n\r\n", "hello world", "11"},
+		{"bare line feeds", "3\nabc\n0\n\n", "", ""},
+		{"bare line feed in the trailer", "3\r\nabc\r\n0\r\nX-Sum: 3\n\r\n", "", ""},
+		{"size not hex", "zz\r\nhello\r\n0\r\n\r\n", "", ""},
+		{"size too long", "1000000000000000\r\nx\r\n0\r\n\r\n", "", ""},
+		{"data longer than its size", "2\r\nabc\r\n0\r\n\r\n", "", ""},
+		{"cut short", "10\r\nabc", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pa := rawServer(t, head+tc.body)
+			e := newEnv(t, egress.Policy{Allow: []string{fmt.Sprintf("api.test:%d", pa.Port())}, AllowAddresses: loopback},
+				map[string][]netip.Addr{"api.test": {pa.Addr()}})
+			resp, err := e.client().Get(fmt.Sprintf("http://api.test:%d/", pa.Port()))
+			var b []byte
+			if err == nil {
+				b, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			if tc.want == "" {
+				if err == nil {
+					t.Fatalf("a malformed chunked body reached the client as %q", b)
+				}
+				return
+			}
+			if err != nil || string(b) != tc.want {
+				t.Fatalf("body %q, %v; want %q", b, err, tc.want)
+			}
+			if got := resp.Trailer.Get("X-Sum"); got != tc.trailer {
+				t.Errorf("trailer X-Sum %q, want %q", got, tc.trailer)
+			}
+		})
+	}
+}
