@@ -246,3 +246,39 @@ func (p Policy) Describe() string {
 	return "HTTP and HTTPS to the allowed hosts only (" + hosts + "), through the proxy that http_proxy and " +
 		"https_proxy name, which urllib, http.client and most libraries use; any other host is refused with HTTP 403"
 }
+
+// List is a list of entries as a command line gives them: a flag.Value
+// that may be repeated, each value a comma-separated list, for Allow and
+// for the addresses ParseAddresses reads.
+type List []string
+
+func (l *List) String() string { return strings.Join(*l, ",") }
+
+// Set adds the comma-separated entries of v, trimmed, leaving out empty
+// ones.
+func (l *List) Set(v string) error {
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			*l = append(*l, e)
+		}
+	}
+	return nil
+}
+
+// ParseAddresses reads addresses ("10.1.2.3") and prefixes ("10.0.0.0/8")
+// for Policy.AllowAddresses; an address is a prefix of its full length.
+func ParseAddresses(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		pf, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q: not an address or a prefix (write 10.0.0.0/8 or 10.1.2.3)", s)
+			}
+			pf = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, pf.Masked())
+	}
+	return out, nil
+}

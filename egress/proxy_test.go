@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -592,5 +593,22 @@ func TestChunkedRelay(t *testing.T) {
 				t.Errorf("trailer X-Sum %q, want %q", got, tc.trailer)
 			}
 		})
+	}
+}
+
+func TestListAndParseAddresses(t *testing.T) {
+	var l egress.List
+	_ = l.Set("a.test:443, b.test:80")
+	_ = l.Set(" ,c.test:8080")
+	if got := l.String(); got != "a.test:443,b.test:80,c.test:8080" {
+		t.Errorf("List after two Sets: %q", got)
+	}
+	got, err := egress.ParseAddresses([]string{"10.1.2.3", "10.9.0.0/8", "fd00::1"})
+	want := []netip.Prefix{netip.MustParsePrefix("10.1.2.3/32"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::1/128")}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("ParseAddresses: %v, %v; want %v", got, err, want)
+	}
+	if _, err := egress.ParseAddresses([]string{"example.test"}); err == nil || !strings.Contains(err.Error(), `"example.test": not an address or a prefix`) {
+		t.Errorf("ParseAddresses of a name: %v", err)
 	}
 }

@@ -20,21 +20,6 @@ import (
 // names to loopback and nothing else, and is logged as a warning.
 const testResolveEnv = "CODEMODE_SANDBOX_TEST_RESOLVE"
 
-// listValue is a flag that may be repeated, each value a comma-separated
-// list.
-type listValue []string
-
-func (l *listValue) String() string { return strings.Join(*l, ",") }
-
-func (l *listValue) Set(v string) error {
-	for _, e := range strings.Split(v, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			*l = append(*l, e)
-		}
-	}
-	return nil
-}
-
 // egressPolicy is the policy of --egress and --egress-allow-address, nil
 // without them; addr is the address the server listens on.
 func (l *listenFlags) egressPolicy(addr string, logger *slog.Logger) (*egress.Policy, error) {
@@ -51,18 +36,11 @@ func (l *listenFlags) egressPolicy(addr string, logger *slog.Logger) (*egress.Po
 		return nil, errors.New("--egress needs --jail: the allowlist is enforced by a proxy on the jail's host side, and without the jail " +
 			"the container is the boundary and its network is the operator's to set (give it none, or restrict it with the platform's own egress rules)")
 	}
-	p := &egress.Policy{Allow: l.egress, Logger: logger}
-	for _, s := range l.egressAllowAddresses {
-		pf, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, aerr := netip.ParseAddr(s)
-			if aerr != nil {
-				return nil, fmt.Errorf("--egress-allow-address %q: not an address or a prefix (write 10.0.0.0/8 or 10.1.2.3)", s)
-			}
-			pf = netip.PrefixFrom(a, a.BitLen())
-		}
-		p.AllowAddresses = append(p.AllowAddresses, pf.Masked())
+	addrs, err := egress.ParseAddresses(l.egressAllowAddresses)
+	if err != nil {
+		return nil, fmt.Errorf("--egress-allow-address %w", err)
 	}
+	p := &egress.Policy{Allow: l.egress, AllowAddresses: addrs, Logger: logger}
 	if testing {
 		host, _, err := net.SplitHostPort(addr)
 		ip, perr := netip.ParseAddr(host)

@@ -35,8 +35,8 @@ type listenFlags struct {
 	tokenLifetime    time.Duration
 	jail             bool
 
-	egress               listValue
-	egressAllowAddresses listValue
+	egress               egress.List
+	egressAllowAddresses egress.List
 }
 
 func (l *listenFlags) register(fs *flag.FlagSet) {

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 
 	"github.com/adk-codemode/codemode/egress"
@@ -13,7 +12,7 @@ import (
 // egressFlags are --egress and --egress-allow-address, which exec, mcp
 // and doctor share.
 type egressFlags struct {
-	allow, addresses listValue
+	allow, addresses egress.List
 }
 
 func (e *egressFlags) register(fs *flag.FlagSet) {
@@ -31,37 +30,15 @@ func (e *egressFlags) policy() (*egress.Policy, error) {
 		}
 		return nil, nil
 	}
-	p := &egress.Policy{Allow: e.allow}
-	for _, s := range e.addresses {
-		pf, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, aerr := netip.ParseAddr(s)
-			if aerr != nil {
-				return nil, fmt.Errorf("--egress-allow-address %q: not an address or a prefix (write 10.0.0.0/8 or 10.1.2.3)", s)
-			}
-			pf = netip.PrefixFrom(a, a.BitLen())
-		}
-		p.AllowAddresses = append(p.AllowAddresses, pf.Masked())
+	addrs, err := egress.ParseAddresses(e.addresses)
+	if err != nil {
+		return nil, fmt.Errorf("--egress-allow-address %w", err)
 	}
+	p := &egress.Policy{Allow: e.allow, AllowAddresses: addrs}
 	if _, err := egress.New(*p); err != nil {
 		return nil, fmt.Errorf("--egress: %w", err)
 	}
 	return p, nil
-}
-
-// listValue is a flag that may be repeated, each value a comma-separated
-// list.
-type listValue []string
-
-func (l *listValue) String() string { return strings.Join(*l, ",") }
-
-func (l *listValue) Set(v string) error {
-	for _, e := range strings.Split(v, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			*l = append(*l, e)
-		}
-	}
-	return nil
 }
 
 // writeEgress writes the egress policy a session would get: where is

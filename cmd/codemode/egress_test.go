@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/adk-codemode/codemode/egress"
 )
 
 // loopbackOrigin is an HTTP server on 127.0.0.1 that counts its requests.
@@ -91,7 +93,7 @@ func TestDoctorEgressSection(t *testing.T) {
 	if none.String() != "egress: none: code has no network (allow hosts with --egress host:port)\n" {
 		t.Errorf("no policy: %q", none.String())
 	}
-	eg := egressFlags{allow: listValue{"api.example.com:443", "*.pkg.example:443"}, addresses: listValue{"10.1.0.0/16"}}
+	eg := egressFlags{allow: egress.List{"api.example.com:443", "*.pkg.example:443"}, addresses: egress.List{"10.1.0.0/16"}}
 	p, err := eg.policy()
 	if err != nil {
 		t.Fatal(err)
