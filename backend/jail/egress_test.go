@@ -52,6 +52,13 @@ func egressStartPaths(t *testing.T, policy *egress.Policy, f func(t *testing.T, 
 	}
 }
 
+// TestEgressRootless runs TestEgressReachesAllowedHostsOnly again as an
+// unprivileged user, whose jails are rootless: the proxy, the connector
+// and the jail's relay need no privilege.
+func TestEgressRootless(t *testing.T) {
+	runAsNobody(t, "TestEgressReachesAllowedHostsOnly", "TestEgressReachesAllowedHostsOnly/forked")
+}
+
 func TestEgressReachesAllowedHostsOnly(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

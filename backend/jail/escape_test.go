@@ -26,10 +26,19 @@ func TestEscapeProbes(t *testing.T) {
 // TestEscapeProbesRootless runs TestEscapeProbes again in this test
 // binary as an unprivileged user (nobody), whose jails are rootless.
 func TestEscapeProbesRootless(t *testing.T) {
+	runAsNobody(t, "TestEscapeProbes", "TestEscapeProbes/forked/host-loopback")
+}
+
+// runAsNobody runs the test named test again in this test binary as the
+// unprivileged user nobody, whose jails are rootless, and fails unless
+// the subtest passed reports a pass. It skips where the tests already run
+// unprivileged (the test itself ran rootless then).
+func runAsNobody(t *testing.T, test, passed string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("the tests run unprivileged, so TestEscapeProbes ran rootless")
+		t.Skipf("the tests run unprivileged, so %s ran rootless", test)
 	}
-	cmd := exec.Command("/proc/self/exe", "-test.run=^TestEscapeProbes$", "-test.count=1", "-test.v")
+	cmd := exec.Command("/proc/self/exe", "-test.run=^"+test+"$", "-test.count=1", "-test.v")
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "TMPDIR=" + os.TempDir(), testMark}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
@@ -37,7 +46,7 @@ func TestEscapeProbesRootless(t *testing.T) {
 	if strings.Contains(string(out), "--- SKIP") {
 		hostcap.Missing(t, hostcap.UserNS, "an unprivileged process cannot build a jail:\n", string(out))
 	}
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestEscapeProbes/forked/host-loopback") {
-		t.Fatalf("the suite as nobody: %v\n%s", err, out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+passed) {
+		t.Fatalf("%s as nobody: %v\n%s", test, err, out)
 	}
 }
