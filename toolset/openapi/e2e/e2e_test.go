@@ -245,7 +245,8 @@ func TestHubFromPythonInTheJail(t *testing.T) {
 const petCode = `from tools.pet_shop import create_pet, list_pets, show_pet_by_id
 from tools import HTTPStatusError
 print(create_pet(name="Rex", kind="dog"))
-print(list_pets(limit=2, tags=["good", "old"]))
+pets = list_pets(limit=2, tags=["good", "old"])
+print(pets, [p["name"] for p in pets])
 try:
     show_pet_by_id(petId=9)
 except HTTPStatusError as e:
@@ -282,7 +283,7 @@ func TestPetstoreFromPythonInTheJail(t *testing.T) {
 	}
 	out := runBlock(t, &oneBlockModel{code: petCode}, pets)
 	want := "{'id': 1, 'kind': 'dog', 'name': 'Rex'}\n" +
-		"[{'id': 1, 'name': 'Rex'}]\n" + // the list itself, as list_pets's stub says
+		"[{'id': 1, 'name': 'Rex'}] ['Rex']\n" + // the list itself, as list_pets's stub says, used as a list
 		"404 {'code': 404, 'message': 'no such pet'}\n"
 	if diff := cmp.Diff(want, out["stdout"]); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s\nstderr: %s", diff, out["stderr"])
