@@ -29,6 +29,13 @@ type Result struct {
 	// request: what tool results (or execute_code's output) put into the
 	// context.
 	ToolResultBytes int `json:"tool_result_bytes"`
+	// RequestTokens, LargestRequestTokens, RequestTokensEach and
+	// ToolResultTokens are the same sizes in tokens, counted by
+	// Report.Tokenizer; zero without one.
+	RequestTokens        int   `json:"request_tokens,omitempty"`
+	LargestRequestTokens int   `json:"largest_request_tokens,omitempty"`
+	RequestTokensEach    []int `json:"request_tokens_each,omitempty"`
+	ToolResultTokens     int   `json:"tool_result_tokens,omitempty"`
 	// ToolCalls counts the runs of the real tools.
 	ToolCalls int `json:"tool_calls"`
 	// Runs is how many runs the times are the median of; CorrectRuns how
@@ -56,9 +63,12 @@ type Skip struct {
 // Report is the outcome of a Run.
 type Report struct {
 	// Model is "scripted", or the live model's name.
-	Model   string   `json:"model"`
-	Results []Result `json:"results"`
-	Skipped []Skip   `json:"skipped,omitempty"`
+	Model string `json:"model"`
+	// Tokenizer names the tokenizer that counted tokens; empty when the
+	// sizes are bytes only.
+	Tokenizer string   `json:"tokenizer,omitempty"`
+	Results   []Result `json:"results"`
+	Skipped   []Skip   `json:"skipped,omitempty"`
 }
 
 // Find returns the result of a shape under a condition.
@@ -82,12 +92,24 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // and condition, with the skipped shapes after it.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("| shape | condition | correct | round trips | request bytes, total | largest request | tool-result bytes in context | tool calls | wall ms | sandbox start ms | blocks ms | tools ms |\n")
-	b.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	tokens := r.Tokenizer != ""
+	b.WriteString("| shape | condition | correct | round trips |")
+	if tokens {
+		b.WriteString(" request tokens, total | largest request, tokens | tool-result tokens in context |")
+	}
+	b.WriteString(" request bytes, total | largest request | tool-result bytes in context | tool calls | wall ms | sandbox start ms | blocks ms | tools ms |\n|---|---|---|--:|")
+	if tokens {
+		b.WriteString("--:|--:|--:|")
+	}
+	b.WriteString("--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, res := range r.Results {
 		ok := fmt.Sprintf("%d/%d", res.CorrectRuns, res.Runs)
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %d | %.1f | %.1f | %.1f | %.1f |\n",
-			res.Title, res.Condition, ok, res.RoundTrips, thousands(res.RequestBytes), thousands(res.LargestRequestBytes),
+		fmt.Fprintf(&b, "| %s | %s | %s | %d |", res.Title, res.Condition, ok, res.RoundTrips)
+		if tokens {
+			fmt.Fprintf(&b, " %s | %s | %s |", thousands(res.RequestTokens), thousands(res.LargestRequestTokens), thousands(res.ToolResultTokens))
+		}
+		fmt.Fprintf(&b, " %s | %s | %s | %d | %.1f | %.1f | %.1f | %.1f |\n",
+			thousands(res.RequestBytes), thousands(res.LargestRequestBytes),
 			thousands(res.ToolResultBytes), res.ToolCalls, res.WallMS, res.SandboxStartMS, res.BlocksMS, res.ToolsMS)
 	}
 	b.WriteString("\n" + r.note() + "\n")
@@ -109,7 +131,11 @@ func (r *Report) note() string {
 	if len(r.Results) > 0 {
 		runs = r.Results[0].Runs
 	}
-	sizes := "Sizes are bytes of JSON, not tokens. Times exclude the model's time and the harness's own (sizing the requests)."
+	sizes := "Sizes are bytes of JSON, not tokens (no tokenizer was given). Times exclude the model's time and the harness's own (sizing the requests)."
+	if r.Tokenizer != "" {
+		sizes = "Tokens are counted by " + r.Tokenizer + " over the request's text (the system instruction, the declarations as JSON, each part of the contents); bytes are of JSON. " +
+			"Times exclude the model's time and the harness's own (sizing the requests)."
+	}
 	if r.Model == "scripted" || r.Model == "" {
 		of := "Times are from one run."
 		if runs > 1 {

@@ -74,6 +74,10 @@ type Options struct {
 	// ones that Shapes selects; with Extra set and Shapes empty, only the
 	// Extra shapes run.
 	Extra []Shape
+	// Tokenizer, if set, counts the tokens of every request and of the
+	// tool results in it, beside their bytes (see StartGemma3). Counting
+	// is the harness's time, not the run's.
+	Tokenizer Tokenizer
 }
 
 // Run runs the shapes under the conditions opts selects and checks every
@@ -119,6 +123,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Model != nil {
 		rep.Model = opts.Model.Name()
 	}
+	if opts.Tokenizer != nil {
+		rep.Tokenizer = opts.Tokenizer.Name()
+	}
 	for _, sh := range shapes {
 		for _, c := range conds {
 			res, err := runMany(ctx, sh, c, opts, rec)
@@ -131,8 +138,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 			rep.Results = append(rep.Results, res)
 			if opts.Log != nil {
-				fmt.Fprintf(opts.Log, "%-9s %-7s %2d round trips %9d request bytes %4d tool calls %8.1f ms\n",
-					res.Shape, res.Condition, res.RoundTrips, res.RequestBytes, res.ToolCalls, res.WallMS)
+				tokens := ""
+				if opts.Tokenizer != nil {
+					tokens = fmt.Sprintf(" %8d request tokens", res.RequestTokens)
+				}
+				fmt.Fprintf(opts.Log, "%-9s %-7s %2d round trips %9d request bytes%s %4d tool calls %8.1f ms\n",
+					res.Shape, res.Condition, res.RoundTrips, res.RequestBytes, tokens, res.ToolCalls, res.WallMS)
 			}
 		}
 	}
@@ -193,7 +204,10 @@ func runMany(ctx context.Context, sh Shape, c Condition, opts Options, rec *reco
 		out.LargestRequestBytes = count(func(r Result) int { return r.LargestRequestBytes })
 		out.ToolResultBytes = count(func(r Result) int { return r.ToolResultBytes })
 		out.ToolCalls = count(func(r Result) int { return r.ToolCalls })
-		out.RequestBytesEach = nil
+		out.RequestTokens = count(func(r Result) int { return r.RequestTokens })
+		out.LargestRequestTokens = count(func(r Result) int { return r.LargestRequestTokens })
+		out.ToolResultTokens = count(func(r Result) int { return r.ToolResultTokens })
+		out.RequestBytesEach, out.RequestTokensEach = nil, nil
 	}
 	return out, nil
 }
@@ -210,6 +224,7 @@ func median(v []float64) float64 {
 
 func sameMeasures(a, b Result) bool {
 	return a.RoundTrips == b.RoundTrips && a.RequestBytes == b.RequestBytes && a.ToolResultBytes == b.ToolResultBytes &&
+		a.RequestTokens == b.RequestTokens && a.ToolResultTokens == b.ToolResultTokens &&
 		a.ToolCalls == b.ToolCalls && a.Answer == b.Answer
 }
 
@@ -238,7 +253,7 @@ func runOne(ctx context.Context, sh Shape, c Condition, opts Options, rec *recor
 	if opts.Model != nil {
 		inner = opts.Model
 	}
-	llm := &measured{inner: inner, limit: opts.MaxRoundTrips}
+	llm := &measured{inner: inner, limit: opts.MaxRoundTrips, tok: opts.Tokenizer}
 	if llm.limit <= 0 {
 		llm.limit = 40
 	}
@@ -307,15 +322,21 @@ func runOne(ctx context.Context, sh Shape, c Condition, opts Options, rec *recor
 	res := Result{
 		Shape: sh.Name, Title: sh.Title, Condition: c,
 		Answer: final, Want: fx.answer, Correct: scored(final, fx.answer, opts.Model != nil),
-		RoundTrips:       len(llm.requestBytes),
-		RequestBytesEach: llm.requestBytes,
-		ToolResultBytes:  llm.resultBytes,
-		ToolCalls:        int(fx.calls.Load()),
-		WallMS:           ms(wall - llm.elapsed),
+		RoundTrips:        len(llm.requestBytes),
+		RequestBytesEach:  llm.requestBytes,
+		ToolResultBytes:   llm.resultBytes,
+		ToolResultTokens:  llm.resultTokens,
+		RequestTokensEach: llm.requestTokens,
+		ToolCalls:         int(fx.calls.Load()),
+		WallMS:            ms(wall - llm.elapsed),
 	}
 	for _, n := range llm.requestBytes {
 		res.RequestBytes += n
 		res.LargestRequestBytes = max(res.LargestRequestBytes, n)
+	}
+	for _, n := range llm.requestTokens {
+		res.RequestTokens += n
+		res.LargestRequestTokens = max(res.LargestRequestTokens, n)
 	}
 	rec.split(&res)
 	if !res.Correct && opts.Model == nil {
@@ -351,14 +372,19 @@ var digitGroups = regexp.MustCompile(`(\d)[,\x{202F} ](\d{3})`)
 type measured struct {
 	inner model.LLM
 	limit int
+	tok   Tokenizer // nil: bytes only
 	// requestBytes is the size of each request: system instruction,
 	// tools and contents, as JSON of the genai types.
 	requestBytes []int
 	// resultBytes is the size of the function responses in the last
 	// request's contents: what tool results put into the context.
 	resultBytes int
-	elapsed     time.Duration
-	err         error
+	// requestTokens and resultTokens are the same in tokens, with a
+	// tokenizer.
+	requestTokens []int
+	resultTokens  int
+	elapsed       time.Duration
+	err           error
 }
 
 func (m *measured) Name() string { return m.inner.Name() }
@@ -395,7 +421,14 @@ func (m *measured) measure(req *model.LLMRequest) error {
 		return err
 	}
 	m.requestBytes = append(m.requestBytes, n)
-	m.resultBytes = 0
+	m.resultBytes, m.resultTokens = 0, 0
+	if m.tok != nil {
+		n, err := requestTokens(req, m.tok)
+		if err != nil {
+			return err
+		}
+		m.requestTokens = append(m.requestTokens, n)
+	}
 	for _, c := range req.Contents {
 		if c == nil {
 			continue
@@ -409,6 +442,13 @@ func (m *measured) measure(req *model.LLMRequest) error {
 				return err
 			}
 			m.resultBytes += len(b)
+			if m.tok != nil {
+				n, err := m.tok.CountTokens(string(b))
+				if err != nil {
+					return err
+				}
+				m.resultTokens += n
+			}
 		}
 	}
 	return nil

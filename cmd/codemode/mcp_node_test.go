@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/npmtest"
 )
 
 // npm packages the node-driven tests use, at pinned versions: the official
@@ -31,54 +31,12 @@ const (
 	filesystemEntry   = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 )
 
-var npmInstalls sync.Map // package@version -> error text, "" when installed
-
 // npmPackage returns the directory where pkg@version is installed under
-// the user's cache (codemode-test/NAME@VERSION, shared with the other
-// packages' tests), installing it with npm if entry is not there yet; it
-// skips the test when node or npm is missing or the install fails, or
-// fails it when CODEMODE_REQUIRE_ALL=1.
+// the user's cache, installing it with npm if entry is not there yet
+// (internal/npmtest).
 func npmPackage(t *testing.T, pkg, version, entry string) string {
 	t.Helper()
-	return npmPackageIn(t, testCacheDir(pkg[strings.LastIndex(pkg, "/")+1:]+"@"+version), pkg, version, entry)
-}
-
-// testCacheDir is the directory name under the user's cache directory
-// (codemode-test/), where the tests keep what they install.
-func testCacheDir(name string) string {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	return filepath.Join(cache, "codemode-test", name)
-}
-
-// npmPackageIn is npmPackage installing into dir.
-func npmPackageIn(t *testing.T, dir, pkg, version, entry string) string {
-	t.Helper()
-	key := pkg + "@" + version
-	v, _ := npmInstalls.LoadOrStore(key, func() string {
-		if _, err := exec.LookPath("node"); err != nil {
-			return "node is not installed"
-		}
-		if _, err := os.Stat(filepath.Join(dir, entry)); err == nil {
-			return ""
-		}
-		if _, err := exec.LookPath("npm"); err != nil {
-			return "npm is not installed"
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, key).CombinedOutput()
-		if err != nil {
-			return "npm install failed: " + err.Error() + ": " + strings.TrimSpace(string(out))
-		}
-		return ""
-	}())
-	if msg := v.(string); msg != "" {
-		hostcap.Missing(t, hostcap.NPM, key+": "+msg+"; install it with\n\tnpm install --prefix "+dir+" "+key)
-	}
-	return dir
+	return npmtest.Package(t, pkg, version, entry)
 }
 
 // buildCLI builds the codemode binary into a directory of the test.

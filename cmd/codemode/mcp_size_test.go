@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genai"
 
+	"github.com/adk-codemode/codemode/internal/npmtest"
 	"github.com/adk-codemode/codemode/toolset/openapi"
 )
 
@@ -44,9 +45,9 @@ func TestMCPToolListSize(t *testing.T) {
 	fx := mcpFixture(t)
 	dir := os.Getenv("CODEMODE_OCTOKIT_DIR")
 	if dir == "" {
-		dir = testCacheDir("octokit-openapi@" + octokitVersion)
+		dir = npmtest.CacheDir("octokit-openapi@" + octokitVersion)
 	}
-	github := filepath.Join(npmPackageIn(t, dir, octokitPackage, octokitVersion, octokitFile), octokitFile)
+	github := filepath.Join(npmtest.PackageIn(t, dir, octokitPackage, octokitVersion, octokitFile), octokitFile)
 	script, err := filepath.Abs(filepath.Join("testdata", "mcpclient", "toollist.mjs"))
 	if err != nil {
 		t.Fatal(err)

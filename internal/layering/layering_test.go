@@ -73,6 +73,7 @@ var layers = map[string]int{
 	"internal/release":                10,
 	"internal/maketargets":            10,
 	"internal/hostcap":                11,
+	"internal/npmtest":                10,
 	"internal/syscallpolicy":          11,
 }
 
