@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/egressrelay"
 	"github.com/adk-codemode/codemode/internal/launch"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/wire"
@@ -236,10 +237,7 @@ func (b *Backend) launcher(files map[string][]byte) (*starter, server.Config, er
 	if b.Egress != nil {
 		scfg.EgressFD = egressFD
 		scfg.EgressPort = server.DefaultEgressPort
-		proxy := fmt.Sprintf("http://127.0.0.1:%d", server.DefaultEgressPort)
-		scfg.Env = append(scfg.Env,
-			"http_proxy="+proxy, "https_proxy="+proxy, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy,
-			"no_proxy=", "NO_PROXY=")
+		scfg.Env = append(scfg.Env, egressrelay.ProxyEnv(server.DefaultEgressPort)...)
 	}
 	return &starter{config: cfg, zygote: !b.Cold && (b.forked || !coldByDefault), egress: b.Egress}, scfg, nil
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/egressrelay"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/internal/wsproto"
@@ -35,6 +36,8 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 	maxOutput := fs.Int64("max-output", 0, "`bytes` kept of each output stream per block (default and most: 4 MiB)")
 	filesOverStdin := fs.Bool("files-over-stdin", false, "on stdin/stdout: read the session's files (the tools package) from the preamble that opens stdin, "+
 		"and write them to --files before the session starts (the Docker backend sends it)")
+	egressSocket := fs.String("egress-socket", "", "on stdin/stdout: relay the code's connections to 127.0.0.1:3128, which its proxy variables name, "+
+		"to the host's egress proxy at this Unix socket `path` (the Docker backend mounts it with docker.Config.Egress)")
 	var l listenFlags
 	l.register(fs)
 	fs.Usage = func() {
@@ -74,6 +77,15 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 		Env:            []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + *workdir, "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		MaxOutputBytes: *maxOutput,
 		StartTimeout:   60 * time.Second,
+	}
+	if *egressSocket != "" {
+		if l.addr != "" {
+			fmt.Fprintln(stderr, "codemode-sandbox: --egress-socket is for stdin/stdout, where the Docker backend mounts its proxy's socket; "+
+				"a server with --listen --jail runs its own proxy (--egress)")
+			return 2
+		}
+		cfg.EgressSocket = *egressSocket
+		cfg.Env = append(cfg.Env, egressrelay.ProxyEnv(server.DefaultEgressPort)...)
 	}
 	if l.addr != "" {
 		if *filesOverStdin {

@@ -43,6 +43,7 @@ var hookDeps = map[string]bool{
 	"golang.org/x/sys/unix":                     true,
 	"golang.org/x/net/bpf":                      true,
 	module + "/internal/clip":                   true,
+	module + "/internal/egressrelay":            true,
 	module + "/internal/supervisor":             true,
 	module + "/internal/syscallpolicy":          true,
 	module + "/backend/jail/internal/initstage": true,

@@ -74,6 +74,7 @@ var layers = map[string]int{
 	"internal/maketargets":            10,
 	"internal/hostcap":                11,
 	"internal/npmtest":                10,
+	"internal/egressrelay":            10,
 	"internal/syscallpolicy":          11,
 }
 

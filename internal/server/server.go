@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/internal/egressrelay"
+	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/internal/wire"
 )
 
@@ -74,9 +77,35 @@ func Serve(ctx context.Context, conn *wire.Conn, cfg Config) error {
 	if err := cfg.SetDefaults(); err != nil {
 		return err
 	}
+	// The proxy port listens before the first worker starts, so that the
+	// code's first connection finds it.
+	if cfg.EgressSocket != "" {
+		r, err := relayEgress(ctx, &cfg)
+		if err != nil {
+			_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
+			return err
+		}
+		defer r.Close()
+	}
 	p := newLocalProcs(&cfg)
 	defer p.close()
 	return serve(ctx, conn, &cfg, p, nil)
+}
+
+// relayEgress relays the code's connections on 127.0.0.1:cfg.EgressPort
+// to the host's egress proxy at cfg.EgressSocket, one connection to the
+// socket each.
+func relayEgress(ctx context.Context, cfg *Config) (*egressrelay.Relay, error) {
+	if _, err := os.Stat(cfg.EgressSocket); err != nil {
+		return nil, fmt.Errorf("egress: the host's proxy socket: %w (the host mounts it into the sandbox)", err)
+	}
+	lfd, err := egressrelay.ListenLoopback(cfg.EgressPort, MaxEgressConns)
+	if err != nil {
+		return nil, fmt.Errorf("egress: listen on 127.0.0.1:%d: %w", cfg.EgressPort, err)
+	}
+	path := cfg.EgressSocket
+	return egressrelay.Start(ctx, lfd, func() (*os.File, error) { return egressrelay.DialUnix(path) },
+		egressrelay.Options{MaxConns: MaxEgressConns, SlotWait: supervisor.EgressSlotWait})
 }
 
 // serve runs a session with the worker's processes in p. With calls, the

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/egressrelay"
 )
 
 // Stage is the argv[0] under which a program that imports this package runs
@@ -79,6 +81,13 @@ type Config struct {
 	// proxy port, which the supervisor takes instead of listening itself
 	// (a forked session listens before its first worker starts).
 	EgressListenFD int `json:"egress_listen_fd,omitempty"`
+	// EgressSocket, if set, is the path of a Unix stream socket on which
+	// the host's egress proxy serves one client a connection (the Docker
+	// backend bind-mounts it into the container): a server that runs the
+	// session itself (internal/server's Serve) listens on
+	// 127.0.0.1:EgressPort before the first worker starts and connects to
+	// it for each connection the code opens there. The jail uses EgressFD.
+	EgressSocket string `json:"egress_socket,omitempty"`
 }
 
 // Adopted is a worker that [Run] adopts (Config.Adopt).
@@ -112,17 +121,17 @@ func (c *Config) SetDefaults() error {
 
 // DefaultEgressPort is the loopback port on which the supervisor takes the
 // code's proxy connections when Config.EgressPort is zero.
-const DefaultEgressPort = 3128
+const DefaultEgressPort = egressrelay.DefaultPort
 
 // MaxEgressConns bounds the proxy connections the supervisor relays at
 // once. A connection accepted beyond them waits EgressSlotWait for one to
 // end (connections the code has just closed are still winding down through
 // the host), then is closed.
-const MaxEgressConns = 64
+const MaxEgressConns = egressrelay.DefaultMaxConns
 
 // EgressSlotWait is how long a connection past MaxEgressConns waits for a
 // slot before the supervisor closes it.
-const EgressSlotWait = 2 * time.Second
+const EgressSlotWait = egressrelay.DefaultSlotWait
 
 // MaxOutputBytes is the default and largest bound on what is kept of each
 // output stream per block: even escaped as JSON, the output of both streams

@@ -50,7 +50,7 @@ func relayFixture(t *testing.T, serve func(net.Conn)) string {
 	t.Cleanup(func() {
 		cancel()
 		host.Close()
-		r.wg.Wait()
+		r.Wait()
 		wg.Wait()
 	})
 	// The descriptor is taken once, here: the cleanup closes host while
