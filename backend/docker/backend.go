@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"github.com/adk-codemode/codemode/internal/observe"
 	"go.opentelemetry.io/otel/attribute"
@@ -78,10 +79,14 @@ func (b *Backend) Close() error { return b.cli.Close() }
 // Name is "docker:" and the image.
 func (b *Backend) Name() string { return "docker:" + b.cfg.Image }
 
-// DescribeNetwork says that code in the container reaches no network: its
-// network mode is always none ([transport.NetworkDescriber]).
+// DescribeNetwork says what code in the container reaches
+// ([transport.NetworkDescriber]): the hosts Config.Egress allows, through
+// the proxy, or no network at all. The network mode is always none.
 func (b *Backend) DescribeNetwork() string {
-	return transport.NoNetwork
+	if b.cfg.Egress == nil {
+		return transport.NoNetwork
+	}
+	return b.cfg.Egress.Describe()
 }
 
 // Host is the engine address the backend uses.
@@ -129,6 +134,9 @@ func (b *Backend) unreachable(err error) error {
 
 // Open starts a session in a fresh container.
 func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (transport.Session, error) {
+	if err := b.checkEgress(); err != nil {
+		return nil, err
+	}
 	if err := b.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -137,29 +145,45 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 	if err != nil {
 		return nil, fmt.Errorf("docker: the session's files: %w", err)
 	}
-	c, err := b.create(ctx, []string{"--files-over-stdin"})
+	var eh *egressHost
+	if b.cfg.Egress != nil {
+		if eh, err = b.startEgress(); err != nil {
+			return nil, err
+		}
+	}
+	c, err := b.create(ctx, []string{"--files-over-stdin"}, eh)
 	if err != nil {
+		if eh != nil {
+			_ = eh.stop()
+		}
 		return nil, err
 	}
 	observe.Event(ctx, "codemode.sandbox.container_created", attribute.String("codemode.docker.image", b.cfg.Image), attribute.String("codemode.docker.container", shortID(c.id)))
 	s, err := b.attach(ctx, c, preamble, scfg)
 	if err != nil {
 		_ = c.remove()
+		if eh != nil {
+			_ = eh.stop()
+		}
 		return nil, err
+	}
+	if eh != nil {
+		return &session{Session: s, egress: eh}, nil
 	}
 	return s, nil
 }
 
-// box is one container.
+// box is one container, with its egress proxy if it has one.
 type box struct {
-	b  *Backend
-	id string
+	b      *Backend
+	id     string
+	egress *egressHost
 }
 
-// create creates a container with the backend's limits and checks that
-// the engine applied them.
-func (b *Backend) create(ctx context.Context, args []string) (*box, error) {
-	req := b.request(args)
+// create creates a container with the backend's limits (and eh's mount:
+// nil for none) and checks that the engine applied them.
+func (b *Backend) create(ctx context.Context, args []string, eh *egressHost) (*box, error) {
+	req := b.request(args, eh)
 	res, err := b.cli.ContainerCreate(ctx, req)
 	if err != nil {
 		switch {
@@ -170,7 +194,7 @@ func (b *Backend) create(ctx context.Context, args []string) (*box, error) {
 		}
 		return nil, fmt.Errorf("docker: the engine refused the sandbox container (its limits: %s): %w; lower or unset the limit it names in docker.Config", b.describeLimits(), err)
 	}
-	c := &box{b: b, id: res.ID}
+	c := &box{b: b, id: res.ID, egress: eh}
 	for _, w := range res.Warnings {
 		b.cfg.Logger.Warn("docker: the engine warned about the sandbox container", "container", shortID(c.id), "warning", w)
 	}
@@ -179,7 +203,7 @@ func (b *Backend) create(ctx context.Context, args []string) (*box, error) {
 		_ = c.remove()
 		return nil, err
 	}
-	if err := b.want().check(got); err != nil {
+	if err := b.want(eh).check(got); err != nil {
 		_ = c.remove()
 		return nil, err
 	}
@@ -278,8 +302,17 @@ func (a *attached) Close() error {
 
 // stop waits for the container's server to exit after its standard input
 // closed, kills it if it has not within Config.StopTimeout, and removes
-// it: when stop returns, the container is gone.
+// it, then stops its egress proxy: when stop returns, the container and
+// the proxy's directory are gone.
 func (c *box) stop() error {
+	err := c.stopContainer()
+	if c.egress != nil {
+		err = errors.Join(err, c.egress.stop())
+	}
+	return err
+}
+
+func (c *box) stopContainer() error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.b.cfg.StopTimeout)
 	w := c.b.cli.ContainerWait(ctx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	select {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/adk-codemode/codemode/egress"
 )
 
 // DefaultImage is the image that `make image` builds.
@@ -61,6 +63,16 @@ type Config struct {
 	// Logger receives the sandbox's log frames and the clean-up of
 	// containers left behind. Nil means slog.Default().
 	Logger *slog.Logger
+	// Egress, if set, lets code reach the hosts the policy allows through
+	// a proxy on this host, one per session; nil means no network at all.
+	// The container's network mode stays "none": the proxy listens on a
+	// Unix socket in a private directory that the container mounts
+	// read-only at /run/codemode-egress, the sandbox server relays the
+	// code's connections to 127.0.0.1:3128 to it, and the code's
+	// http_proxy and https_proxy variables name that port. It needs an
+	// engine on this host, reached through its Unix socket; Open refuses
+	// another.
+	Egress *egress.Policy
 }
 
 // Defaults of [Config].

@@ -28,6 +28,13 @@
 // whose container did not get what was asked ([Backend.Enforced] reports
 // it). Closing a session removes its container.
 //
+// With [Config.Egress] code reaches the hosts a policy allows, and nothing
+// else, through a proxy (package egress) on this host, one per session: it
+// listens on a Unix socket in a private temporary directory that the
+// container mounts read-only at /run/codemode-egress, and the sandbox
+// server in the container relays the code's connections to 127.0.0.1:3128
+// to it (codemode-sandbox --egress-socket). The network mode stays none.
+//
 // Every container carries the labels io.codemode.sandbox and
 // io.codemode.owner (host, pid and start time of the host process); the
 // first Open of a process removes the containers whose owner on this host

@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -37,10 +38,15 @@ type Enforcement struct {
 	AutoRemove            bool
 	Privileged            bool
 	Runtime               string
+	// Binds are the host directories mounted into the container, each as
+	// "source:destination:ro" or ":rw": with Config.Egress only the egress
+	// proxy's directory, read-only at /run/codemode-egress; else none.
+	Binds []string
 }
 
-// request is the container the backend creates for one session.
-func (b *Backend) request(args []string) client.ContainerCreateOptions {
+// request is the container the backend creates for one session, with eh's
+// directory mounted if eh is not nil.
+func (b *Backend) request(args []string, eh *egressHost) client.ContainerCreateOptions {
 	cfg := b.cfg
 	labels := map[string]string{}
 	maps.Copy(labels, cfg.Labels)
@@ -74,6 +80,10 @@ func (b *Backend) request(args []string) client.ContainerCreateOptions {
 	}
 	if cfg.CPUs > 0 {
 		hc.NanoCPUs = int64(cfg.CPUs * 1e9)
+	}
+	if eh != nil {
+		hc.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: eh.dir, Target: egressMount, ReadOnly: true}}
+		args = append(args, "--egress-socket", egressSocket)
 	}
 	return client.ContainerCreateOptions{
 		Name: newName(),
@@ -109,9 +119,9 @@ func (b *Backend) tmpfsOptions(size int64) string {
 	return opts + ",uid=" + uid + ",gid=" + gid
 }
 
-// want is the enforcement the backend asks for.
-func (b *Backend) want() Enforcement {
-	req := b.request(nil)
+// want is the enforcement the backend asks for, with eh's mount.
+func (b *Backend) want(eh *egressHost) Enforcement {
+	req := b.request(nil, eh)
 	hc := req.HostConfig
 	e := Enforcement{
 		Image: b.cfg.Image, User: b.cfg.User, NetworkMode: "none", ReadOnlyRoot: true, CapDropAll: true,
@@ -121,7 +131,18 @@ func (b *Backend) want() Enforcement {
 	if hc.PidsLimit != nil {
 		e.PidsLimit = *hc.PidsLimit
 	}
+	for _, m := range hc.Mounts {
+		e.Binds = append(e.Binds, bind(m.Source, m.Target, !m.ReadOnly))
+	}
 	return e
+}
+
+// bind describes a bind mount as Enforcement.Binds has it.
+func bind(source, dest string, rw bool) string {
+	if rw {
+		return source + ":" + dest + ":rw"
+	}
+	return source + ":" + dest + ":ro"
 }
 
 // inspect reads a container's enforcement back from the engine.
@@ -158,6 +179,12 @@ func (b *Backend) inspect(ctx context.Context, id string) (Enforcement, error) {
 		e.PidsLimit = *hc.PidsLimit
 	}
 	e.CapDropAll = dropsAll(hc.CapDrop, hc.CapAdd)
+	for _, m := range c.Mounts {
+		if m.Type == mount.TypeBind {
+			e.Binds = append(e.Binds, bind(m.Source, m.Destination, m.RW))
+		}
+	}
+	slices.Sort(e.Binds)
 	for _, o := range hc.SecurityOpt {
 		k, v, _ := strings.Cut(o, "=")
 		k, _, _ = strings.Cut(k, ":")
@@ -194,6 +221,7 @@ func (want Enforcement) check(got Enforcement) error {
 	diff("memory+swap bytes", want.MemorySwapBytes, got.MemorySwapBytes)
 	diff("pids limit", want.PidsLimit, got.PidsLimit)
 	diff("CPU quota (nano CPUs)", want.NanoCPUs, got.NanoCPUs)
+	diff("host directories mounted", want.Binds, got.Binds)
 	if !privateIPC(got.IpcMode) {
 		diff("IPC namespace", want.IpcMode, got.IpcMode)
 	}
@@ -225,10 +253,21 @@ func (b *Backend) describeLimits() string {
 // Enforced creates a sandbox container without starting it, reads back
 // what the engine applied to it, and removes it.
 func (b *Backend) Enforced(ctx context.Context) (Enforcement, error) {
+	if err := b.checkEgress(); err != nil {
+		return Enforcement{}, err
+	}
 	if err := b.connect(ctx); err != nil {
 		return Enforcement{}, err
 	}
-	res, err := b.cli.ContainerCreate(ctx, b.request(nil))
+	var eh *egressHost
+	if b.cfg.Egress != nil {
+		var err error
+		if eh, err = b.startEgress(); err != nil {
+			return Enforcement{}, err
+		}
+		defer func() { _ = eh.stop() }()
+	}
+	res, err := b.cli.ContainerCreate(ctx, b.request(nil, eh))
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return Enforcement{}, fmt.Errorf("docker: the image %s is not in the engine at %s: build it with `make image` in the codemode repository (images/README.md), or set Config.Image: %w", b.cfg.Image, b.cli.DaemonHost(), err)

@@ -30,7 +30,7 @@ func TestRemoveOrphans(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	make := func(owner string) string {
-		req := b.request(nil)
+		req := b.request(nil, nil)
 		req.Config.Labels[labelOwner] = owner
 		res, err := b.cli.ContainerCreate(t.Context(), req)
 		if err != nil {

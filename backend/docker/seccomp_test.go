@@ -112,7 +112,7 @@ func TestSeccompOption(t *testing.T) {
 // another seccomp profile fails the read-back, naming it.
 func TestContainerWithoutTheProfileRefused(t *testing.T) {
 	b := &Backend{cfg: Config{Image: "x", User: "1000:1000"}}
-	want := b.want()
+	want := b.want(nil)
 	applied := want
 	applied.Tmpfs = map[string]string{"/workspace": "", "/tmp": "", "/tools": ""}
 	got := applied

@@ -52,15 +52,15 @@ func backendNames() string {
 const remoteTokenEnv = "CODEMODE_REMOTE_TOKEN"
 
 // newBackend returns the backend called name; url is for remote only,
-// image for docker only. eg is the egress flags: the jail's policy, or
-// for remote the list the server must enforce.
+// image for docker only. eg is the egress flags: the jail's and docker's
+// policy, or for remote the list the server must enforce.
 func newBackend(name, python, url, image string, eg *egressFlags) (transport.Backend, error) {
 	policy, err := eg.policy()
 	if err != nil {
 		return nil, err
 	}
-	if policy != nil && name != "jail" && name != "remote" {
-		return nil, fmt.Errorf("--egress is not supported by the %s backend: use the jail backend, or a remote sandbox server started with --jail --egress", name)
+	if policy != nil && name != "jail" && name != "remote" && name != "docker" {
+		return nil, fmt.Errorf("--egress is not supported by the %s backend: use the jail or docker backend, or a remote sandbox server started with --jail --egress", name)
 	}
 	if image != "" && name != "docker" {
 		return nil, fmt.Errorf("--image is for --backend docker, not %s", name)
@@ -72,7 +72,7 @@ func newBackend(name, python, url, image string, eg *egressFlags) (transport.Bac
 		if python != "" {
 			return nil, errors.New("--python is not for --backend docker: the image brings its interpreter (choose it with --image)")
 		}
-		return docker.New(docker.Config{Image: image})
+		return docker.New(docker.Config{Image: image, Egress: policy})
 	}
 	if name == "remote" {
 		if url == "" {

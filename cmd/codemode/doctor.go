@@ -82,7 +82,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	t.write(stdout)
 	fmt.Fprintln(stdout)
-	writeEgress(stdout, policy, "the jail backend's, enforced by a proxy on this host that the jail reaches through a socket")
+	writeEgress(stdout, policy, "the jail and docker backends', enforced by a proxy on this host that the sandbox reaches through a socket (the jail is given it; a container mounts it)")
 	if jerr == nil && ferr != nil {
 		fmt.Fprintf(stdout, "\njail (forked): %v\n", ferr)
 	}

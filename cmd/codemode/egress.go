@@ -17,12 +17,13 @@ type egressFlags struct {
 
 func (e *egressFlags) register(fs *flag.FlagSet) {
 	fs.Var(&e.allow, "egress", "let the code reach `host:port` (or *.suffix:port) through the egress proxy, and nothing else; repeat it or separate entries with commas. "+
-		"For the jail backend; with --backend remote, the list the server enforces (codemode-sandbox --egress), which the session is refused unless it matches. Without it the code has no network")
+		"For the jail and docker backends; with --backend remote, the list the server enforces (codemode-sandbox --egress), which the session is refused unless it matches. Without it the code has no network")
 	fs.Var(&e.addresses, "egress-allow-address", "with --egress: an address or `prefix` (10.0.0.0/8) that allowed hosts may resolve to though the proxy refuses it by default "+
 		"(private, loopback, link-local...); repeatable")
 }
 
-// policy is the jail's egress policy of the flags, nil without --egress.
+// policy is the jail's and docker's egress policy of the flags, nil without
+// --egress.
 func (e *egressFlags) policy() (*egress.Policy, error) {
 	if len(e.allow) == 0 {
 		if len(e.addresses) > 0 {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 )
 
 // loopbackOrigin is an HTTP server on 127.0.0.1 that counts its requests.
@@ -56,13 +58,37 @@ except OSError:
 	}
 }
 
+// TestExecEgressDocker is TestExecEgress on the docker backend, where an
+// engine is there (CI has one).
+func TestExecEgressDocker(t *testing.T) {
+	if os.Getenv("DOCKER_HOST") == "" {
+		hostcap.Missing(t, hostcap.Docker, "DOCKER_HOST is not set")
+	}
+	allowed, allowedHits := loopbackOrigin(t)
+	other, otherHits := loopbackOrigin(t)
+	code, out, errs := runCLI(t, "", "exec", "--backend", "docker", "--egress", allowed, "-c", fmt.Sprintf(`
+import urllib.request, urllib.error
+print(urllib.request.urlopen("http://%s/allowed", timeout=20).read().decode())
+try:
+    urllib.request.urlopen("http://%s/refused", timeout=20)
+except urllib.error.HTTPError as e:
+    print(e.code)
+`, allowed, other))
+	if code != 0 || out != "hello /allowed\n403\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want the allowed host's answer, then 403", code, out, errs)
+	}
+	if allowedHits.Load() != 1 || otherHits.Load() != 0 {
+		t.Errorf("requests: allowed %d, other %d; want 1 and 0", allowedHits.Load(), otherHits.Load())
+	}
+}
+
 func TestEgressFlagErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--backend", "unsandboxed", "--egress", "api.example.com:443"}, "--egress is not supported by the unsandboxed backend"},
-		{[]string{"--backend", "docker", "--egress", "api.example.com:443"}, "--egress is not supported by the docker backend"},
+		{[]string{"--backend", "docker", "--egress", "api.example.com:443", "--egress-allow-address", "ten"}, "not an address or a prefix"},
 		{[]string{"--egress", "api.example.com"}, "no port"},
 		{[]string{"--egress", "10.0.0.0/8:80"}, "address range"},
 		{[]string{"--egress-allow-address", "10.0.0.0/8"}, "--egress-allow-address is for --egress"},
