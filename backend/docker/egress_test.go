@@ -37,12 +37,20 @@ func (r testResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 // proxy meters the block; and the proxy's directory is gone after Close.
 func TestEgressReachesAllowedHostsOnly(t *testing.T) {
 	var hits atomic.Int64
+	var port int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		fmt.Fprintf(w, "hello %s from the host", r.URL.Path)
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, fmt.Sprintf("http://other.test:%d/elsewhere", port), http.StatusFound)
+		case "/big":
+			_, _ = w.Write(make([]byte, 64<<10))
+		default:
+			fmt.Fprintf(w, "hello %s from the host", r.URL.Path)
+		}
 	}))
 	defer srv.Close()
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	port = srv.Listener.Addr().(*net.TCPAddr).Port
 	p := strconv.Itoa(port)
 	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	tmp := t.TempDir()
@@ -119,6 +127,73 @@ except urllib.error.HTTPError as e:
 			t.Fatalf("a host not on the list: %q (server hits %d)", out, hits.Load()-before)
 		}
 	})
+	t.Run("redirect to another host", func(t *testing.T) {
+		// urllib follows the redirect itself, through the proxy, which
+		// refuses the other host; the proxy follows none.
+		before := hits.Load()
+		out := ok(t, s, `
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("http://api.test:`+p+`/redirect", timeout=30)
+    print("REACHED")
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())`)
+		if !strings.HasPrefix(out, "403 ") || !strings.Contains(out, "other.test") || hits.Load() != before+1 {
+			t.Fatalf("a redirect to a host not on the list: %q (server hits %d)", out, hits.Load()-before)
+		}
+	})
+	t.Run("block budget", func(t *testing.T) {
+		// A block's bound (Budgets.EgressBytes) cuts a download at it.
+		meter.MeterEgress(16 << 10)
+		out := ok(t, s, `
+import urllib.request
+try:
+    b = urllib.request.urlopen("http://api.test:`+p+`/big", timeout=30).read()
+    print("read", len(b))
+except Exception as e:
+    print("cut", type(e).__name__)`)
+		n, exceeded := meter.EgressUsage()
+		if !strings.HasPrefix(out, "cut ") || !exceeded || n > 17<<10 {
+			t.Fatalf("a 64 KiB download under a 16 KiB bound: %q, usage %d, exceeded %v", out, n, exceeded)
+		}
+		meter.MeterEgress(0)
+	})
+	t.Run("connection bound", func(t *testing.T) {
+		// The server relays 64 connections at once and closes the next
+		// once none came free; the first stay open.
+		out := ok(t, s, `
+import socket
+cs = [socket.create_connection(("127.0.0.1", 3128), timeout=10) for _ in range(65)]
+cs[64].settimeout(10)
+last = cs[64].recv(1)
+cs[0].settimeout(0.5)
+try:
+    first = cs[0].recv(1)
+except socket.timeout:
+    first = "open"
+print(repr(last), first)
+for c in cs:
+    c.close()`)
+		if out != "b'' open\n" {
+			t.Fatalf("connections past the bound: %q", out)
+		}
+		out = ok(t, s, `
+import urllib.request
+print(urllib.request.urlopen("http://api.test:`+p+`/again", timeout=30).read().decode())`)
+		if out != "hello /again from the host\n" {
+			t.Fatalf("after the bound: %q", out)
+		}
+	})
+	t.Run("next worker", func(t *testing.T) {
+		// A worker started after the first exits has the proxy too.
+		_ = run(t, s, "import os; os._exit(1)")
+		out := ok(t, s, `
+import urllib.request
+print(urllib.request.urlopen("http://api.test:`+p+`/next", timeout=30).read().decode())`)
+		if out != "hello /next from the host\n" {
+			t.Fatalf("a later worker: %q", out)
+		}
+	})
 	t.Run("no route around the proxy", func(t *testing.T) {
 		before := hits.Load()
 		out := ok(t, s, `
@@ -152,5 +227,30 @@ func TestEgressNeedsALocalEngine(t *testing.T) {
 	_, err = b.Open(t.Context(), transport.SessionConfig{})
 	if err == nil || !strings.Contains(err.Error(), "Unix socket") {
 		t.Fatalf("Open with egress on a TCP engine: %v; want it refused, saying why", err)
+	}
+}
+
+// TestEgressRefusesLoopbackByDefault: an allowed name that resolves to a
+// loopback address is refused unless the policy's AllowAddresses names it.
+func TestEgressRefusesLoopbackByDefault(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	p := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	b := engine(t, docker.Config{Egress: &egress.Policy{
+		Allow:    []string{"api.test:" + p},
+		Resolver: testResolver{"api.test": []netip.Addr{netip.MustParseAddr("127.0.0.1")}},
+		Logger:   slog.New(slog.DiscardHandler),
+	}})
+	s := open(t, b)
+	out := ok(t, s, `
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("http://api.test:`+p+`/x", timeout=30)
+    print("REACHED")
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())`)
+	if !strings.HasPrefix(out, "403 ") || hits.Load() != 0 {
+		t.Fatalf("an allowed name on a loopback address: %q (server hits %d)", out, hits.Load())
 	}
 }
