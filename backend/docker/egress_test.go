@@ -1,7 +1,6 @@
 package docker_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,17 +17,6 @@ import (
 	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/transport"
 )
-
-// testResolver maps names to addresses, all on loopback, so that no test
-// reaches past this host.
-type testResolver map[string][]netip.Addr
-
-func (r testResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[host]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
 
 // TestEgressReachesAllowedHostsOnly gives a container an allowlist: code
 // reaches the allowed host through the proxy, over plain HTTP and through
@@ -52,13 +40,12 @@ func TestEgressReachesAllowedHostsOnly(t *testing.T) {
 	defer srv.Close()
 	port = srv.Listener.Addr().(*net.TCPAddr).Port
 	p := strconv.Itoa(port)
-	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where the backend makes the proxy's directory
 	b := engine(t, docker.Config{Egress: &egress.Policy{
 		Allow:          []string{"api.test:" + p},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       testResolver{"api.test": lo, "other.test": lo},
+		Resolver:       egress.LoopbackNames("api.test", "other.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	}})
 	if !b.MetersEgress() || !strings.Contains(b.DescribeNetwork(), "api.test:"+p) {
@@ -239,7 +226,7 @@ func TestEgressRefusesLoopbackByDefault(t *testing.T) {
 	p := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
 	b := engine(t, docker.Config{Egress: &egress.Policy{
 		Allow:    []string{"api.test:" + p},
-		Resolver: testResolver{"api.test": []netip.Addr{netip.MustParseAddr("127.0.0.1")}},
+		Resolver: egress.LoopbackNames("api.test"),
 		Logger:   slog.New(slog.DiscardHandler),
 	}})
 	s := open(t, b)

@@ -3,7 +3,6 @@
 package jail
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,17 +19,6 @@ import (
 	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/transport"
 )
-
-// testResolver maps names to addresses, all on loopback, so that no test
-// reaches past this host.
-type testResolver map[string][]netip.Addr
-
-func (r testResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[host]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
 
 // egressStartPaths runs f on a cold and a forked session of a backend
 // with policy.
@@ -67,11 +55,10 @@ func TestEgressReachesAllowedHostsOnly(t *testing.T) {
 	}))
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	policy := &egress.Policy{
 		Allow:          []string{"api.test:" + strconv.Itoa(port)},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       testResolver{"api.test": lo, "other.test": lo},
+		Resolver:       egress.LoopbackNames("api.test", "other.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	}
 	p := strconv.Itoa(port)
@@ -241,7 +228,7 @@ func BenchmarkEgressDownload(b *testing.B) {
 	be := &Backend{Egress: &egress.Policy{
 		Allow:          []string{"api.test:" + port},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       testResolver{"api.test": {netip.MustParseAddr("127.0.0.1")}},
+		Resolver:       egress.LoopbackNames("api.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	}}
 	defer be.Close()
@@ -305,7 +292,7 @@ func TestEgressMeter(t *testing.T) {
 	policy := &egress.Policy{
 		Allow:          []string{"api.test:" + port},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       testResolver{"api.test": {netip.MustParseAddr("127.0.0.1")}},
+		Resolver:       egress.LoopbackNames("api.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	}
 	code := `

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,30 +46,13 @@ func (l *listenFlags) egressPolicy(addr string, logger *slog.Logger) (*egress.Po
 		if err != nil || perr != nil || !ip.IsLoopback() {
 			return nil, fmt.Errorf("$%s is for tests only, and is honoured only by a server that listens on a loopback address, not %s: unset it", testResolveEnv, addr)
 		}
-		r := loopbackResolver{}
-		for _, n := range strings.Split(names, ",") {
-			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
-				r[n] = true
-			}
-		}
-		p.Resolver = r
+		p.Resolver = egress.LoopbackNames(strings.Split(names, ",")...)
 		logger.Warn("testing: the egress proxy resolves these names to 127.0.0.1 ($"+testResolveEnv+")", "names", names)
 	}
 	if _, err := egress.New(*p); err != nil {
 		return nil, fmt.Errorf("--egress: %w", err)
 	}
 	return p, nil
-}
-
-// loopbackResolver resolves the names it holds to 127.0.0.1 and no
-// other: the resolver of $CODEMODE_SANDBOX_TEST_RESOLVE.
-type loopbackResolver map[string]bool
-
-func (r loopbackResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if r[strings.ToLower(strings.TrimSuffix(host, "."))] {
-		return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host (testing: $" + testResolveEnv + " does not name it)", Name: host, IsNotFound: true}
 }
 
 // logEgress logs the policy a jailed server's sessions are held to.

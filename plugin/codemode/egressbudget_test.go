@@ -1,7 +1,6 @@
 package codemode
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,14 +15,6 @@ import (
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/egress"
 )
-
-// loopbackNames resolves every name to 127.0.0.1, so that no test
-// reaches past this host.
-type loopbackNames struct{}
-
-func (loopbackNames) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
-	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-}
 
 // TestEgressBudget: a block's downloads through the egress proxy stop at
 // Budgets.EgressBytes. The download inside it succeeds; the one that
@@ -47,7 +38,7 @@ func TestEgressBudget(t *testing.T) {
 	policy := &egress.Policy{
 		Allow:          []string{"api.test:" + port},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       loopbackNames{},
+		Resolver:       egress.LoopbackNames("api.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	}
 	const limit = 100_000
