@@ -28,24 +28,9 @@ func loopbackOrigin(t *testing.T) (host string, hits *atomic.Int64) {
 // TestExecEgress: with --egress the jail's code reaches the host:port it
 // names through the proxy, and another is refused with a 403.
 func TestExecEgress(t *testing.T) {
-	allowed, allowedHits := loopbackOrigin(t)
-	other, otherHits := loopbackOrigin(t)
-	code, out, errs := runCLI(t, "", "exec", "--egress", allowed, "-c", fmt.Sprintf(`
-import urllib.request, urllib.error
-print(urllib.request.urlopen("http://%s/allowed", timeout=20).read().decode())
-try:
-    urllib.request.urlopen("http://%s/refused", timeout=20)
-except urllib.error.HTTPError as e:
-    print(e.code)
-`, allowed, other))
-	if code != 0 || out != "hello /allowed\n403\n" {
-		t.Fatalf("exit %d, stdout %q, stderr %q: want the allowed host's answer, then 403", code, out, errs)
-	}
-	if allowedHits.Load() != 1 || otherHits.Load() != 0 {
-		t.Errorf("requests: allowed %d, other %d; want 1 and 0", allowedHits.Load(), otherHits.Load())
-	}
+	allowed := execEgress(t)
 	// Without --egress, the same code reaches nothing.
-	code, out, errs = runCLI(t, "", "exec", "-c", fmt.Sprintf(`
+	code, out, errs := runCLI(t, "", "exec", "-c", fmt.Sprintf(`
 import urllib.request
 try:
     urllib.request.urlopen("http://%s/", timeout=5)
@@ -64,9 +49,17 @@ func TestExecEgressDocker(t *testing.T) {
 	if os.Getenv("DOCKER_HOST") == "" {
 		hostcap.Missing(t, hostcap.Docker, "DOCKER_HOST is not set")
 	}
+	execEgress(t, "--backend", "docker")
+}
+
+// execEgress runs codemode exec with args and --egress naming one
+// loopback server: the code reaches it, and another gets 403 and is not
+// reached. It returns the allowed server's host:port.
+func execEgress(t *testing.T, args ...string) string {
+	t.Helper()
 	allowed, allowedHits := loopbackOrigin(t)
 	other, otherHits := loopbackOrigin(t)
-	code, out, errs := runCLI(t, "", "exec", "--backend", "docker", "--egress", allowed, "-c", fmt.Sprintf(`
+	args = append(append([]string{"exec"}, args...), "--egress", allowed, "-c", fmt.Sprintf(`
 import urllib.request, urllib.error
 print(urllib.request.urlopen("http://%s/allowed", timeout=20).read().decode())
 try:
@@ -74,12 +67,14 @@ try:
 except urllib.error.HTTPError as e:
     print(e.code)
 `, allowed, other))
+	code, out, errs := runCLI(t, "", args...)
 	if code != 0 || out != "hello /allowed\n403\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q: want the allowed host's answer, then 403", code, out, errs)
 	}
 	if allowedHits.Load() != 1 || otherHits.Load() != 0 {
 		t.Errorf("requests: allowed %d, other %d; want 1 and 0", allowedHits.Load(), otherHits.Load())
 	}
+	return allowed
 }
 
 func TestEgressFlagErrors(t *testing.T) {
