@@ -12,12 +12,12 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
 // egressStartPaths runs f on a cold and a forked session of a backend
@@ -47,139 +47,51 @@ func TestEgressRootless(t *testing.T) {
 	runAsNobody(t, "TestEgressReachesAllowedHostsOnly", "TestEgressReachesAllowedHostsOnly/forked")
 }
 
+// TestEgressReachesAllowedHostsOnly runs the egress suite
+// (transporttest.RunEgress) on a cold and a forked session, then checks
+// what is the jail's own: the code holds nothing of the relay and cannot
+// take the supervisor's connector.
 func TestEgressReachesAllowedHostsOnly(t *testing.T) {
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		fmt.Fprintf(w, "hello %s from the host", r.URL.Path)
-	}))
-	defer srv.Close()
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	policy := &egress.Policy{
-		Allow:          []string{"api.test:" + strconv.Itoa(port)},
-		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       egress.LoopbackNames("api.test", "other.test"),
-		Logger:         slog.New(slog.DiscardHandler),
-	}
-	p := strconv.Itoa(port)
-	egressStartPaths(t, policy, func(t *testing.T, s *Session) {
-		t.Run("environment", func(t *testing.T) {
-			r := execIn(t, s, `
-import os
-print(*(k + "=" + os.environ.get(k, "-") for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY")))`)
-			want := "http_proxy=http://127.0.0.1:3128 https_proxy=http://127.0.0.1:3128 " +
-				"HTTP_PROXY=http://127.0.0.1:3128 HTTPS_PROXY=http://127.0.0.1:3128 no_proxy= NO_PROXY=\n"
-			if r.Stdout != want {
-				t.Fatalf("proxy variables: %q %s", r.Stdout, r.Stderr)
-			}
-		})
-		t.Run("allowed", func(t *testing.T) {
-			before := hits.Load()
-			r := execIn(t, s, `
-import urllib.request
-print(urllib.request.urlopen("http://api.test:`+p+`/x", timeout=30).read().decode())`)
-			if r.Stdout != "hello /x from the host\n" || hits.Load() != before+1 {
-				t.Fatalf("allowed host: %q %s", r.Stdout, r.Stderr)
-			}
-		})
-		t.Run("connect", func(t *testing.T) {
-			// A tunnel (what https uses), with plain HTTP inside it.
-			r := execIn(t, s, `
-import http.client
-c = http.client.HTTPConnection("127.0.0.1", 3128, timeout=30)
-c.set_tunnel("api.test", `+p+`)
-c.request("GET", "/tunnelled")
-print(c.getresponse().read().decode())
-c.close()`)
-			if r.Stdout != "hello /tunnelled from the host\n" {
-				t.Fatalf("CONNECT to an allowed host: %q %s", r.Stdout, r.Stderr)
-			}
-		})
-		t.Run("refused", func(t *testing.T) {
-			before := hits.Load()
-			r := execIn(t, s, `
-import urllib.request, urllib.error
-try:
-    urllib.request.urlopen("http://other.test:`+p+`/x", timeout=30)
-    print("REACHED")
-except urllib.error.HTTPError as e:
-    print(e.code, e.reason)`)
-			if !strings.HasPrefix(r.Stdout, "403 ") || !strings.Contains(r.Stdout, "other.test") || hits.Load() != before {
-				t.Fatalf("a host not on the list: %q %s", r.Stdout, r.Stderr)
-			}
-		})
-		t.Run("raw socket", func(t *testing.T) {
-			before := hits.Load()
-			r := execIn(t, s, `
-import socket, errno
-try:
-    socket.create_connection(("127.0.0.1", `+p+`), timeout=5); print("CONNECTED")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, e))`)
-			if r.Stdout != "ECONNREFUSED\n" || hits.Load() != before {
-				t.Fatalf("a raw socket to the host's server: %q %s", r.Stdout, r.Stderr)
-			}
-		})
-		t.Run("descriptors", func(t *testing.T) {
-			// The worker holds nothing of the relay: neither the
-			// connector nor the listening socket.
-			if r := execIn(t, s, fdProbe); r.Stdout != workerFDs {
-				t.Fatalf("the worker's descriptors: %q %s", r.Stdout, r.Stderr)
-			}
-		})
-		t.Run("connector out of reach", func(t *testing.T) {
-			// The supervisor's descriptors, the connector among them,
-			// are not the code's to take.
-			r := execIn(t, s, `
+	for _, forked := range []bool{false, true} {
+		name := "cold"
+		if forked {
+			name = "forked"
+		}
+		t.Run(name, func(t *testing.T) {
+			var s *Session
+			transporttest.RunEgress(t, func(t *testing.T, policy *egress.Policy) transport.Session {
+				be := &Backend{Config: Config{MemoryBytes: 256 << 20, Processes: 128}, Cold: !forked, forked: forked, Egress: policy}
+				t.Cleanup(func() {
+					if err := be.Close(); err != nil {
+						t.Error(err)
+					}
+				})
+				s = sessionOf(t, be)
+				return s
+			})
+			t.Run("descriptors", func(t *testing.T) {
+				// The worker holds nothing of the relay: neither the
+				// connector nor the listening socket.
+				if r := execIn(t, s, fdProbe); r.Stdout != workerFDs {
+					t.Fatalf("the worker's descriptors: %q %s", r.Stdout, r.Stderr)
+				}
+			})
+			t.Run("connector out of reach", func(t *testing.T) {
+				// The supervisor's descriptors, the connector among them,
+				// are not the code's to take.
+				r := execIn(t, s, `
 import os
 for p in ("/proc/1/fd/4", "/proc/1/fd/5"):
     try:
         os.open(p, os.O_RDWR); print(p, "OPENED")
     except OSError as e:
         print(p, type(e).__name__)`)
-			if strings.Contains(r.Stdout, "OPENED") || strings.Count(r.Stdout, "Error") != 2 {
-				t.Fatalf("the supervisor's descriptors: %q %s", r.Stdout, r.Stderr)
-			}
+				if strings.Contains(r.Stdout, "OPENED") || strings.Count(r.Stdout, "Error") != 2 {
+					t.Fatalf("the supervisor's descriptors: %q %s", r.Stdout, r.Stderr)
+				}
+			})
 		})
-		t.Run("connection bound", func(t *testing.T) {
-			// The supervisor relays 64 connections at once and closes
-			// the next at once; the first stay open.
-			r := execIn(t, s, `
-import socket
-cs = [socket.create_connection(("127.0.0.1", 3128), timeout=10) for _ in range(65)]
-cs[64].settimeout(10)
-last = cs[64].recv(1)
-cs[0].settimeout(0.5)
-try:
-    first = cs[0].recv(1)
-except socket.timeout:
-    first = "open"
-print(repr(last), first)
-for c in cs:
-    c.close()`)
-			if r.Stdout != "b'' open\n" {
-				t.Fatalf("connections past the bound: %q %s", r.Stdout, r.Stderr)
-			}
-			// And the relay still serves once they are gone.
-			r = execIn(t, s, `
-import urllib.request
-print(urllib.request.urlopen("http://api.test:`+p+`/again", timeout=30).read().decode())`)
-			if r.Stdout != "hello /again from the host\n" {
-				t.Fatalf("after the bound: %q %s", r.Stdout, r.Stderr)
-			}
-		})
-		t.Run("next worker", func(t *testing.T) {
-			// A worker the supervisor starts (after the first exits)
-			// has the proxy too.
-			execIn(t, s, "import os; os._exit(1)")
-			r := execIn(t, s, `
-import urllib.request
-print(urllib.request.urlopen("http://api.test:`+p+`/next", timeout=30).read().decode())`)
-			if r.Stdout != "hello /next from the host\n" {
-				t.Fatalf("a later worker: %q %s", r.Stdout, r.Stderr)
-			}
-		})
-	})
+	}
 }
 
 func TestNoEgressWithoutPolicy(t *testing.T) {

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/transport/transporttest"
 )
 
 // egressOrigin is a loopback HTTP server that counts its requests.
@@ -31,42 +32,29 @@ func egressOrigin(t *testing.T) (port string, hits *atomic.Int64) {
 // 127.0.0.1, and --egress-allow-address lets them reach it.
 var testResolve = []string{"CODEMODE_SANDBOX_TEST_RESOLVE=api.test,other.test"}
 
-// TestEgressJailed: a server started with --jail --egress lets a session's
-// code reach the hosts on its allowlist through its own proxy, and
-// nothing else; the backend that declares the same list names the hosts
-// to the model.
+// TestEgressJailed runs the egress suite (transporttest.RunEgress) on a
+// session of a server started with --jail --egress: its code reaches the
+// hosts on the allowlist through the server's own proxy, and nothing
+// else; the backend that declares the same list names the hosts to the
+// model, and the server logs its policy.
 func TestEgressJailed(t *testing.T) {
 	needJail(t)
-	port, hits := egressOrigin(t)
-	allowed := "api.test:" + port
-	s := startServer(t, testResolve, "--jail", "--egress", allowed, "--egress-allow-address", "127.0.0.1")
-	b := newBackend(t, remote.Config{URL: s.URL(), Secret: testSecret, Egress: []string{allowed}})
-	if n := transport.NetworkOf(b); !strings.Contains(n, allowed) || !strings.Contains(n, "403") {
-		t.Errorf("DescribeNetwork = %q: want the allowed host named", n)
-	}
-	sess, err := b.Open(t.Context(), transport.SessionConfig{})
-	if err != nil {
-		t.Fatalf("Open: %v\n%s", err, s.stderr())
-	}
-	defer sess.Close()
-	r, err := sess.Exec(t.Context(), transport.Block{Code: fmt.Sprintf(`
-import urllib.request, urllib.error
-print(urllib.request.urlopen("http://api.test:%[1]s/allowed", timeout=20).read().decode())
-try:
-    urllib.request.urlopen("http://other.test:%[1]s/refused", timeout=20)
-except urllib.error.HTTPError as e:
-    print(e.code, e.reason)
-`, port), Timeout: 60 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
-	if len(lines) != 2 || lines[0] != "hello /allowed" || !strings.HasPrefix(lines[1], "403 ") || !strings.Contains(lines[1], "other.test") {
-		t.Fatalf("stdout %q (stderr %q): want the allowed host's answer, then a 403 naming the refused host\nserver log:\n%s", r.Stdout, r.Stderr, s.stderr())
-	}
-	if h := hits.Load(); h != 1 {
-		t.Errorf("the origin served %d requests, want 1: the refused host must not be reached", h)
-	}
+	var s *server
+	var allowed string
+	transporttest.RunEgress(t, func(t *testing.T, policy *egress.Policy) transport.Session {
+		allowed = strings.Join(policy.Allow, ",")
+		s = startServer(t, testResolve, "--jail", "--egress", allowed, "--egress-allow-address", "127.0.0.0/8")
+		b := newBackend(t, remote.Config{URL: s.URL(), Secret: testSecret, Egress: policy.Allow})
+		if n := transport.NetworkOf(b); !strings.Contains(n, allowed) || !strings.Contains(n, "403") {
+			t.Errorf("DescribeNetwork = %q: want the allowed host named", n)
+		}
+		sess, err := b.Open(t.Context(), transport.SessionConfig{})
+		if err != nil {
+			t.Fatalf("Open: %v\n%s", err, s.stderr())
+		}
+		t.Cleanup(func() { _ = sess.Close() })
+		return sess
+	})
 	log := s.stderr()
 	if !strings.Contains(log, "egress: code reaches only these hosts") || !strings.Contains(log, allowed) {
 		t.Errorf("the server's log does not state its egress policy:\n%s", log)

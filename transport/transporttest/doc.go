@@ -16,4 +16,8 @@
 // tool calls (concurrent, failing, cancelled), timeouts that keep state,
 // resets after the grace period, output bounds, workspace files, worker
 // crashes and Close.
+//
+// [RunEgress] is the suite of a backend that can give code an egress
+// allowlist (package egress): the jail, Docker and a jailing remote
+// server run it on a session opened with the policy it passes.
 package transporttest
