@@ -3,21 +3,18 @@
 package codemode
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/mcptoolset"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/npmtest"
 )
 
 // The MCP reference server from npm, at a pinned version, run over stdio.
@@ -27,55 +24,17 @@ const (
 	everythingMain    = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 )
 
-var (
-	everythingOnce sync.Once
-	everythingErr  string
-)
-
-// everythingDir is where the server is installed: $CODEMODE_MCP_EVERYTHING_DIR,
-// else a directory of the user's cache.
-func everythingDir() string {
-	if d := os.Getenv("CODEMODE_MCP_EVERYTHING_DIR"); d != "" {
-		return d
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	return filepath.Join(cache, "codemode-test", "server-everything@"+everythingVersion)
-}
-
-// everythingServer returns the path of the server's entry point, installing
-// it with npm first if needed; it skips the test when it cannot, or fails
-// it when CODEMODE_REQUIRE_ALL=1.
+// everythingServer returns the path of the server's entry point,
+// installed under $CODEMODE_MCP_EVERYTHING_DIR, else the user's cache,
+// with npm first if needed (internal/npmtest); it skips the test when it
+// cannot, or fails it when CODEMODE_REQUIRE_ALL=1.
 func everythingServer(t *testing.T) string {
 	t.Helper()
-	dir := everythingDir()
-	main := filepath.Join(dir, everythingMain)
-	everythingOnce.Do(func() {
-		if _, err := exec.LookPath("node"); err != nil {
-			everythingErr = "node is not installed"
-			return
-		}
-		if _, err := os.Stat(main); err == nil {
-			return
-		}
-		if _, err := exec.LookPath("npm"); err != nil {
-			everythingErr = "npm is not installed"
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, everythingPackage+"@"+everythingVersion).CombinedOutput()
-		if err != nil {
-			everythingErr = "npm install failed: " + err.Error() + ": " + strings.TrimSpace(string(out))
-		}
-	})
-	if everythingErr != "" {
-		hostcap.Missing(t, hostcap.NPM, "the MCP reference server: "+everythingErr+"; install it with\n\tnpm install --prefix "+
-			dir+" "+everythingPackage+"@"+everythingVersion+"\nor point CODEMODE_MCP_EVERYTHING_DIR at such an install")
+	dir := os.Getenv("CODEMODE_MCP_EVERYTHING_DIR")
+	if dir == "" {
+		dir = npmtest.CacheDir("server-everything@" + everythingVersion)
 	}
-	return main
+	return filepath.Join(npmtest.PackageIn(t, dir, everythingPackage, everythingVersion, everythingMain), everythingMain)
 }
 
 // TestMCPEverythingFromCode runs npm's MCP reference server over stdio
