@@ -11,9 +11,11 @@
 // model is scripted: per shape and condition it does what an ideal model
 // would (the shortest trajectory of direct calls, the best program), so
 // the figures are the mechanics' best case, not any model's accuracy.
-// Per shape and condition it records the model round trips, the bytes of
-// every request sent to the model, the bytes tool results put into the
-// context, the tool calls made, and the wall time without the scripted
-// model, split by Code Mode's spans into sandbox start, blocks and tools.
-// [Run] returns a [Report], which writes itself as Markdown and JSON.
+// Per shape and condition it records the model round trips, the size of
+// every request sent to the model and of what tool results put into the
+// context (in bytes, and in tokens with a [Tokenizer]: [StartGemma3] runs
+// Gemma 3's published tokenizer), the tool calls made, and the wall time
+// without the scripted model, split by Code Mode's spans into sandbox
+// start, blocks and tools. [Run] returns a [Report], which writes itself
+// as Markdown and JSON.
 package evidence
