@@ -29,6 +29,11 @@
 // without --jail is refused: the container is then the boundary, and its
 // network is the operator's.
 //
+// On stdin/stdout, --egress-socket PATH relays the code's connections to
+// 127.0.0.1:3128, which the worker's proxy variables name, to the host's
+// egress proxy at that Unix socket (the Docker backend mounts it with
+// docker.Config.Egress); with --listen or --jail it is refused.
+//
 // --python names the interpreter by path, or by a name looked up on PATH
 // (the default, python3). The interpreter and --workdir, which must be a
 // writable directory, are checked before anything starts: one that

@@ -79,9 +79,9 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 		StartTimeout:   60 * time.Second,
 	}
 	if *egressSocket != "" {
-		if l.addr != "" {
-			fmt.Fprintln(stderr, "codemode-sandbox: --egress-socket is for stdin/stdout, where the Docker backend mounts its proxy's socket; "+
-				"a server with --listen --jail runs its own proxy (--egress)")
+		if l.addr != "" || l.jail {
+			fmt.Fprintln(stderr, "codemode-sandbox: --egress-socket is for stdin/stdout without --jail, where the Docker backend mounts its proxy's socket "+
+				"and the container is the boundary; a server with --listen --jail runs its own proxy (--egress)")
 			return 2
 		}
 		cfg.EgressSocket = *egressSocket
