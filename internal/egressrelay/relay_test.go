@@ -28,6 +28,7 @@ func TestRelayToUnixSocket(t *testing.T) {
 	}
 	defer up.Close()
 	release := make(chan struct{})
+	holding := make(chan struct{}, 8) // a "hold" connection reached the upstream
 	go func() {
 		for {
 			c, err := up.Accept()
@@ -38,6 +39,7 @@ func TestRelayToUnixSocket(t *testing.T) {
 				defer c.Close()
 				b, _ := io.ReadAll(c) // to the client's half-close
 				if string(b) == "hold" {
+					holding <- struct{}{}
 					<-release
 					return
 				}
@@ -85,7 +87,13 @@ func TestRelayToUnixSocket(t *testing.T) {
 				c.Close()
 			}
 		}()
-		time.Sleep(50 * time.Millisecond) // both relayed
+		for range held { // both relayed, and holding their slots
+			select {
+			case <-holding:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the held connections did not reach the upstream")
+			}
+		}
 		last := dial(t, "third")
 		defer last.Close()
 		b, err := io.ReadAll(last)

@@ -372,6 +372,14 @@ func (p *remoteProcs) interrupter() {
 	}
 }
 
+func (p *remoteProcs) settle(w *worker, since time.Duration) int {
+	r, err := p.request(supervisor.Msg{Op: "settle", Pid: w.pid, Since: int64(since)}, "settled", supReplyTimeout)
+	if err != nil {
+		return 0
+	}
+	return r.m.Count
+}
+
 func (p *remoteProcs) killAll(w *worker) {
 	_, _ = p.request(supervisor.Msg{Op: "kill"}, "killed", supReplyTimeout)
 }

@@ -64,6 +64,7 @@ type block struct {
 	ticker   *time.Ticker
 	stopping bool
 	note     string
+	start    time.Duration // on CLOCK_BOOTTIME, when the worker was given the block
 }
 
 // Serve runs a session: it starts the Python worker, announces it on conn
@@ -265,6 +266,7 @@ func (s *server) startBlock(f *wire.RunFrame) error {
 	if b.timeout > 0 {
 		b.timer = time.NewTimer(b.timeout)
 	}
+	b.start = supervisor.BootTime()
 	s.cur = b
 	s.mu.Lock()
 	s.curID = b.id
@@ -537,6 +539,12 @@ func (s *server) finish(d *wire.DoneFrame) error {
 	s.stopping = false
 	s.curID = ""
 	s.mu.Unlock()
+	// A block stopped in place leaves no process it started: they were
+	// frozen when it was interrupted, and are killed now.
+	killed := 0
+	if b.stopping {
+		killed = s.procs.settle(s.w, b.start)
+	}
 	// The worker flushed its streams before it sent done: what they hold
 	// now is the block's.
 	s.w.stdout.drain()
@@ -544,7 +552,14 @@ func (s *server) finish(d *wire.DoneFrame) error {
 	stdout, outDropped := s.w.stdout.take()
 	stderr, errDropped := s.w.stderr.take()
 	if b.stopping {
-		stderr = appendNote(stderr, "codemode: "+strings.TrimSpace(b.note)+" Variables and files from this turn are kept.")
+		note := "codemode: " + strings.TrimSpace(b.note)
+		if killed > 0 {
+			note += fmt.Sprintf(" The %d processes it had started were killed.", killed)
+			if killed == 1 {
+				note = "codemode: " + strings.TrimSpace(b.note) + " The process it had started was killed."
+			}
+		}
+		stderr = appendNote(stderr, note+" Variables and files from this turn are kept.")
 	}
 	// Calls still pending belong to background threads; they stay open.
 	files := s.files.changed()

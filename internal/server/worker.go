@@ -67,8 +67,14 @@ type procs interface {
 	// with the host's ends of its pipes. Its exit must close w.exited
 	// (after setting w.status).
 	spawn() (*worker, workerPipes, error)
-	// interrupt sends the worker the signal that stops a block in place.
+	// interrupt sends the worker the signal that stops a block in place,
+	// with every other process of the sandbox frozen meanwhile.
 	interrupt(w *worker)
+	// settle ends what a block that stopped in place left behind: it
+	// kills the processes other than w that started at or after since
+	// (the block's start, on CLOCK_BOOTTIME), resumes the others and
+	// returns how many it killed.
+	settle(w *worker, since time.Duration) int
 	// killAll kills the worker and every process the code started, and
 	// returns once they are gone (or after a bound).
 	killAll(w *worker)
@@ -152,6 +158,8 @@ func (p *localProcs) files() fileTracker { return localFiles{p.p.Files()} }
 func (p *localProcs) close() { p.p.Close() }
 
 func (p *localProcs) interrupt(w *worker) { p.p.Interrupt(w.pid) }
+
+func (p *localProcs) settle(w *worker, since time.Duration) int { return p.p.Settle(w.pid, since) }
 
 func (p *localProcs) killAll(w *worker) { p.p.KillAll() }
 

@@ -24,16 +24,19 @@ import (
 // message that carries descriptors says how many in FDs; they arrive with
 // its first bytes.
 //
-//	host → supervisor: spawn, interrupt, kill, baseline, changed, read
+//	host → supervisor: spawn, interrupt, settle, kill, baseline, changed,
+//	                   read
 //	supervisor → host: spawned (FDs 4: the worker's in, ctl, stdout and
-//	                   stderr pipes), exited, killed, files (FDs 1 with
-//	                   baseline when watching: the inotify descriptor),
-//	                   file, error
+//	                   stderr pipes), exited, settled, killed, files (FDs 1
+//	                   with baseline when watching: the inotify
+//	                   descriptor), file, error
 type Msg struct {
 	Op       string     `json:"op"`
 	FDs      int        `json:"fds,omitempty"`
 	Pid      int        `json:"pid,omitempty"`
 	Status   int        `json:"status,omitempty"` // wait status
+	Since    int64      `json:"since,omitempty"`  // settle: the block's start, ns on CLOCK_BOOTTIME
+	Count    int        `json:"count,omitempty"`  // settled: the processes killed
 	Path     string     `json:"path,omitempty"`
 	Max      int64      `json:"max,omitempty"`
 	Files    []FileInfo `json:"files,omitempty"`
@@ -52,8 +55,8 @@ type FileInfo struct {
 
 // Operations each side may send, with the descriptors each may carry.
 var (
-	HostOps       = map[string]int{"spawn": 0, "interrupt": 0, "kill": 0, "baseline": 0, "changed": 0, "read": 0}
-	SupervisorOps = map[string]int{"spawned": 4, "exited": 0, "killed": 0, "files": 1, "file": 0, "error": 0}
+	HostOps       = map[string]int{"spawn": 0, "interrupt": 0, "settle": 0, "kill": 0, "baseline": 0, "changed": 0, "read": 0}
+	SupervisorOps = map[string]int{"spawned": 4, "exited": 0, "settled": 0, "killed": 0, "files": 1, "file": 0, "error": 0}
 )
 
 const (
@@ -139,8 +142,8 @@ func decodeMsg(line []byte, ops map[string]int) (Msg, error) {
 		return m, fmt.Errorf("%w: unexpected operation %q", ErrProtocol, clip.String(m.Op, 40))
 	case m.FDs < 0 || m.FDs > maxFDs || m.Op == "spawned" && m.FDs != maxFDs:
 		return m, fmt.Errorf("%w: %s with %d descriptors", ErrProtocol, m.Op, m.FDs)
-	case m.Pid < 0 || m.Max < 0:
-		return m, fmt.Errorf("%w: negative pid or size", ErrProtocol)
+	case m.Pid < 0 || m.Max < 0 || m.Since < 0 || m.Count < 0:
+		return m, fmt.Errorf("%w: a negative number", ErrProtocol)
 	case len(m.Path) > MaxPath:
 		return m, fmt.Errorf("%w: a path of %d bytes", ErrProtocol, len(m.Path))
 	case len(m.Error) > maxError:

@@ -39,6 +39,7 @@ var decodeCases = []decodeCase{
 	// What the host sends.
 	{"spawn", "host", `{"op":"spawn"}`, &Msg{Op: "spawn"}},
 	{"interrupt", "host", `{"op":"interrupt","pid":42}`, &Msg{Op: "interrupt", Pid: 42}},
+	{"settle", "host", `{"op":"settle","pid":42,"since":1234567890}`, &Msg{Op: "settle", Pid: 42, Since: 1234567890}},
 	{"kill", "host", `{"op":"kill"}`, &Msg{Op: "kill"}},
 	{"baseline", "host", `{"op":"baseline"}`, &Msg{Op: "baseline"}},
 	{"changed", "host", `{"op":"changed"}`, &Msg{Op: "changed"}},
@@ -48,6 +49,7 @@ var decodeCases = []decodeCase{
 	// What the supervisor sends.
 	{"spawned", "sup", `{"op":"spawned","fds":4,"pid":7}`, &Msg{Op: "spawned", FDs: 4, Pid: 7}},
 	{"exited", "sup", `{"op":"exited","pid":7,"status":768}`, &Msg{Op: "exited", Pid: 7, Status: 768}},
+	{"settled", "sup", `{"op":"settled","count":32}`, &Msg{Op: "settled", Count: 32}},
 	{"killed", "sup", `{"op":"killed"}`, &Msg{Op: "killed"}},
 	{"files with inotify", "sup", `{"op":"files","fds":1,"watching":true}`, &Msg{Op: "files", FDs: 1, Watching: true}},
 	{"files listed", "sup", `{"op":"files","files":[{"path":"a.txt","size":3},{"path":"d/e","size":0}],"watching":true}`,
@@ -100,6 +102,8 @@ var decodeCases = []decodeCase{
 	{"negative pid sup", "sup", `{"op":"exited","pid":-1,"status":0}`, nil},
 	{"negative spawned pid", "sup", `{"op":"spawned","fds":4,"pid":-7}`, nil},
 	{"negative max", "host", `{"op":"read","path":"a","max":-1}`, nil},
+	{"negative since", "host", `{"op":"settle","pid":42,"since":-1}`, nil},
+	{"negative count", "sup", `{"op":"settled","count":-1}`, nil},
 	{"negative file size", "sup", `{"op":"files","files":[{"path":"a.txt","size":-1}]}`, nil},
 	{"empty file path", "sup", `{"op":"files","files":[{"path":"","size":1}]}`, nil},
 	{"missing file path", "sup", `{"op":"files","files":[{"size":1}]}`, nil},

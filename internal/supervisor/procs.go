@@ -3,14 +3,12 @@
 package supervisor
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -63,8 +61,21 @@ func (p *Procs) Close() {
 	p.tracker.Close()
 }
 
-// Interrupt sends the worker pid the signal that stops a block in place.
-func (p *Procs) Interrupt(pid int) { _ = syscall.Kill(pid, syscall.SIGUSR1) }
+// Interrupt sends the worker pid the signal that stops a block in place,
+// once every other process of the sandbox is frozen: then nothing the
+// code started (a fork bomb, say) keeps the worker from the processor or
+// forks meanwhile. [Procs.Settle] ends or resumes them once the block has
+// stopped; [Procs.KillAll] kills them.
+func (p *Procs) Interrupt(pid int) {
+	Freeze(os.Getpid(), pid)
+	_ = syscall.Kill(pid, syscall.SIGUSR1)
+}
+
+// Settle kills the processes, but the worker pid, that started at or
+// after since (the stopped block's start, on CLOCK_BOOTTIME) and resumes
+// the others, which earlier blocks started. It returns how many it
+// killed.
+func (p *Procs) Settle(pid int, since time.Duration) int { return Settle(os.Getpid(), pid, since) }
 
 // KillAll kills every descendant of this process: the worker and every
 // process the code started.
@@ -294,60 +305,4 @@ func (r *reaper) reap() {
 			return
 		}
 	}
-}
-
-// KillTree SIGKILLs every descendant of pid, repeating until none is left
-// (a process may fork while we look).
-func KillTree(pid int) {
-	for round := 0; round < 50; round++ {
-		kids := Descendants(pid)
-		if len(kids) == 0 {
-			return
-		}
-		for _, k := range kids {
-			_ = syscall.Kill(k, syscall.SIGKILL)
-		}
-		time.Sleep(time.Duration(round+1) * time.Millisecond)
-	}
-}
-
-// Descendants lists the live descendants of pid from /proc. Zombies are
-// left out: they are already dead and wait for the reaper.
-func Descendants(pid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	parent := make(map[int]int, len(ents))
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may contain spaces and parens.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+1:]))
-		if len(fields) < 2 || fields[0] == "Z" || fields[0] == "X" {
-			continue
-		}
-		pp, _ := strconv.Atoi(fields[1])
-		parent[p] = pp
-	}
-	var out []int
-	for p := range parent {
-		for q, hops := parent[p], 0; q != 0 && hops < 4096; q, hops = parent[q], hops+1 {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
 }

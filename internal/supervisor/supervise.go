@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -158,6 +159,15 @@ func supervise(ctx context.Context, sock *os.File, cfg Config) error {
 			if w != nil {
 				p.Interrupt(w.pid)
 			}
+		case "settle":
+			mu.Lock()
+			w := live[m.Pid]
+			mu.Unlock()
+			n := 0
+			if w != nil {
+				n = p.Settle(w.pid, time.Duration(m.Since))
+			}
+			err = c.Send(Msg{Op: "settled", Count: n})
 		case "kill":
 			p.KillAll()
 			err = c.Send(Msg{Op: "killed"})

@@ -1,46 +1,65 @@
 package codemode
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // TestInterruptKeepsVariables: the interrupt that hooklink hands to
 // package mcpserver stops the block an invocation runs in place, as a
 // timeout would, and the turn's next block sees its variables.
 func TestInterruptKeepsVariables(t *testing.T) {
+	// The code calls ready once it has set x; the block is interrupted
+	// then, and only then.
+	set := make(chan struct{}, 1)
+	ready, err := functiontool.New(functiontool.Config{Name: "ready", Description: "Say the variable is set."},
+		func(agent.Context, struct{}) (map[string]any, error) {
+			set <- struct{}{}
+			return map[string]any{}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := newScript().on("go",
-		run("x = 41\nimport time\ntime.sleep(30)\nx = 0"),
+		run("x = 41\nfrom tools import ready\nready()\nimport time\ntime.sleep(30)\nx = 0"),
 		run("print(x + 1)"),
 		say("done"))
-	f := newFixture(t, m, fixtureConfig{cfg: Config{}})
+	f := newFixture(t, m, fixtureConfig{cfg: Config{Tools: []tool.Tool{ready}}})
 	e := f.hooks.e
 	if e.interrupt("no-such-invocation", errors.New("cancelled")) {
 		t.Error("interrupt of an unknown invocation reported a block")
 	}
 	stopped := make(chan bool, 1)
 	go func() {
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			e.mu.Lock()
-			var ids []string
-			for id, tn := range e.turns {
-				if tn.currentFlight() != nil {
-					ids = append(ids, id)
-				}
-			}
-			e.mu.Unlock()
-			// Give the block time to set x.
-			if len(ids) == 1 {
-				time.Sleep(300 * time.Millisecond)
-				stopped <- e.interrupt(ids[0], errors.New("the client cancelled the call"))
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-set:
+		case <-time.After(60 * time.Second):
+			stopped <- false
+			return
 		}
-		stopped <- false
+		e.mu.Lock()
+		var ids []string
+		for id, tn := range e.turns {
+			if tn.currentFlight() != nil {
+				ids = append(ids, id)
+			}
+		}
+		e.mu.Unlock()
+		if len(ids) != 1 {
+			t.Errorf("%d blocks in flight while the code waits, want 1", len(ids))
+			stopped <- false
+			return
+		}
+		stopped <- e.interrupt(ids[0], errors.New("the client cancelled the call"))
 	}()
 	start := time.Now()
 	out := outputs(f.turn(t.Context(), "s1", "go"))
@@ -61,5 +80,70 @@ func TestInterruptKeepsVariables(t *testing.T) {
 	}
 	if stdout, _ := out[1]["stdout"].(string); stdout != "42\n" {
 		t.Errorf("the next block: stdout %q, want 42 (the variable kept)", stdout)
+	}
+}
+
+// gatedBackend holds each turn's Open (one with tools; the probe of the
+// environment has none) until the test lets it go.
+type gatedBackend struct {
+	transport.Backend
+	opening chan struct{} // receives when an Open begins
+	release chan struct{} // closed to let Opens go on
+}
+
+func (b *gatedBackend) Open(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {
+	if cfg.Tools != nil {
+		b.opening <- struct{}{}
+		<-b.release
+	}
+	return b.Backend.Open(ctx, cfg)
+}
+
+// TestInterruptWhileTheSandboxStarts: an interrupt that lands while the
+// turn's sandbox is still starting stops the block before any of it runs,
+// and the model is told so; the turn's next block runs in a sandbox of its
+// own.
+func TestInterruptWhileTheSandboxStarts(t *testing.T) {
+	gate := &gatedBackend{Backend: testBackend(t), opening: make(chan struct{}, 1), release: make(chan struct{})}
+	m := newScript().on("go",
+		run("x = 41\nprint('ran')"),
+		run("print('next')"),
+		say("done"))
+	f := newFixture(t, m, fixtureConfig{cfg: Config{Backend: gate}})
+	e := f.hooks.e
+	stopped := make(chan bool, 1)
+	go func() {
+		<-gate.opening
+		e.mu.Lock()
+		var ids []string
+		for id, tn := range e.turns {
+			if tn.currentFlight() != nil {
+				ids = append(ids, id)
+			}
+		}
+		e.mu.Unlock()
+		ok := len(ids) == 1 && e.interrupt(ids[0], errors.New("the client cancelled the call"))
+		close(gate.release)
+		stopped <- ok
+	}()
+	out := outputs(f.turn(t.Context(), "s1", "go"))
+	if !<-stopped {
+		t.Fatal("interrupt found no block to stop while the sandbox started")
+	}
+	if len(out) != 2 {
+		t.Fatalf("got %d results, want 2: %v", len(out), out)
+	}
+	stdout, _ := out[0]["stdout"].(string)
+	stderr, _ := out[0]["stderr"].(string)
+	if stdout != "" {
+		t.Errorf("the interrupted block printed %q; none of it should have run", stdout)
+	}
+	for _, want := range []string{"the client cancelled the call", "still starting", "none of the code ran"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the interrupted block's stderr lacks %q: %v", want, out[0])
+		}
+	}
+	if stdout, _ := out[1]["stdout"].(string); stdout != "next\n" {
+		t.Errorf("the next block: stdout %q stderr %v, want it run", stdout, out[1]["stderr"])
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -748,6 +749,10 @@ func testForkedChildrenReturn(t *testing.T, nb NewBackend) {
 // testForkBomb: a fork bomb ends with its block, and the next block runs
 // and is reported as run. Only isolated backends get a real one; the others
 // get a bounded tree of children that fork and fall back into the runner.
+// A real one is stopped at the block's timeout: in place (the bomb's
+// processes frozen, then killed, and the variables kept), or, should the
+// worker not stop within the grace period, by a restart that says so;
+// either way none of its processes is left.
 func testForkBomb(t *testing.T, nb NewBackend, isolated bool) {
 	s := open(t, nb, transport.SessionConfig{})
 	code := "import os\nfor _ in range(4):\n    os.fork()\n    os.fork()\nraise SystemExit(3)"
@@ -755,10 +760,33 @@ func testForkBomb(t *testing.T, nb NewBackend, isolated bool) {
 		// Every process forks until the task limit refuses; a refused one
 		// waits a little before it tries again, as most real bombs do by
 		// accident, so that the machine running the tests stays usable.
-		code = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.05)"
+		code = "kept = 41\nimport os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.05)"
 	}
 	r := exec(t, s, transport.Block{Code: code, Timeout: 2 * time.Second, Grace: 500 * time.Millisecond})
 	t.Logf("fork bomb: exit %d stopped %v reset %v", r.ExitCode, r.Stopped, r.Reset)
+	if isolated {
+		switch {
+		case r.Stopped && !r.Reset:
+			if !strings.Contains(r.Stderr, "processes it had started were killed") {
+				t.Errorf("the bomb stopped in place; stderr %q does not say its processes were killed", r.Stderr)
+			}
+			if r = run(t, s, "print(kept + 1)"); r.Stdout != "42\n" {
+				t.Errorf("after the bomb stopped in place: stdout %q stderr %q, want the variable kept", r.Stdout, r.Stderr)
+			}
+		case r.Reset:
+			if !strings.Contains(r.Stderr, "did not stop within") {
+				t.Errorf("the bomb's block was restarted; stderr %q does not say why", r.Stderr)
+			}
+		default:
+			t.Errorf("the bomb's block was neither stopped nor restarted: exit %d stderr %q", r.ExitCode, r.Stderr)
+		}
+		// Only the sandbox's own processes are left (its init, its
+		// server or supervisor, the worker): none of the bomb's.
+		r = run(t, s, "import os\nprint(sum(1 for p in os.listdir('/proc') if p.isdigit()))")
+		if n, err := strconv.Atoi(strings.TrimSpace(r.Stdout)); err != nil || n > 6 {
+			t.Errorf("after the fork bomb the sandbox has %q processes (stderr %q); want its own few", r.Stdout, r.Stderr)
+		}
+	}
 	for i := range 3 {
 		r = exec(t, s, transport.Block{Code: fmt.Sprintf("print(%d)", i), Timeout: 30 * time.Second})
 		if r.ExitCode != 0 || r.Stdout != fmt.Sprintf("%d\n", i) {

@@ -160,6 +160,12 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, 
 		switch {
 		case errors.Is(err, ErrClosed):
 			return nil, nil, err
+		case err != nil && ctx.Err() != nil:
+			// Interrupted while the sandbox was starting: nothing ran,
+			// and the model must know that, not a start that failed.
+			return &transport.Result{ExitCode: 1, Stderr: fmt.Sprintf(
+				"codemode: The code was interrupted before it started (%s): the sandbox was still starting, so none of the code ran.",
+				context.Cause(ctx))}, nil, nil
 		case err != nil && attempt > 1:
 			return nil, nil, &lostError{msgNotRun + "\n" + err.Error(), "not_run"}
 		case err != nil:

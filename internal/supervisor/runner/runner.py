@@ -751,6 +751,32 @@ def _main_has_children():
     return False
 
 
+def _reap_killed():
+    """Reap this process's children that were killed by SIGKILL: what the
+    server killed of the processes a stopped block had started. The
+    worker reaps no child otherwise, and those it forked itself would stay
+    zombies, holding the sandbox's task slots for the rest of the session.
+    A child that exited otherwise is left to whoever waits for it."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children", "rb") as f:
+                kids = f.read().split()
+        except OSError:
+            continue
+        for k in kids:
+            pid = int(k)
+            try:
+                st = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                if st is not None and st.si_code == os.CLD_KILLED and st.si_status == _signal.SIGKILL:
+                    os.waitpid(pid, os.WNOHANG)
+            except OSError:
+                pass
+
+
 def _run_block(frame, ns):
     code = frame.get("code", "")
     _State.code = code
@@ -821,12 +847,17 @@ def main():
     _chan.send_line(
         _dumps({"kind": KIND_READY, "protocol_version": PROTOCOL_VERSION, "python_version": sys.version.split()[0], "packages": _packages(hide_system)})
     )
+    stopped = False  # the last block was interrupted: the server killed what it started
     while True:
         frame = _chan.next_run()
         # A block starts with our signal handlers, even if the last one
         # replaced them.
         _install_handlers()
+        if stopped:
+            _reap_killed()
         exit_code = _run_block(frame, ns)
+        it = _chan._interrupt
+        stopped = it is not None and it[0] == frame.get("id")
         out, err = _Streams.out, _Streams.err
         sys.stdout, sys.stderr = out, err
         # Everything written before done is the block's: the server drains
