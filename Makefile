@@ -35,8 +35,9 @@ lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@set -e; for m in $(MODULES); do echo "== lint in $$m"; (cd $$m && $(GO) vet $(PKGS) && GOOS=darwin $(GO) vet $(PKGS) && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml $(PKGS)); done
 
-## generate: write the ADK Go v1 adapters (adkv1) from the v2 ones at the top level
+## generate: build the sandbox program embedded in internal/sandboxbin, and write the ADK Go v1 adapters (adkv1) from the v2 ones at the top level
 generate:
+	$(GO) generate ./internal/sandboxbin
 	cd adkv1 && $(GO) generate ./internal/fromv2
 
 ## image: build the sandbox image codemode-sandbox:latest (images/README.md); with no BASE_IMAGE, on a Debian base made by debootstrap

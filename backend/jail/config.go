@@ -100,7 +100,8 @@ type Spec struct {
 	Args []string
 	// Self runs the host binary itself (the running executable) with
 	// argv = Args, so Args[0] is the argv0 it will see. Programs use this
-	// with an init() hook keyed on argv0.
+	// with an init() hook keyed on argv0. The jail's own setup never runs
+	// host code; only a payload started this way does.
 	Self bool
 	// Env is the exact environment of the payload. Nothing else leaks in.
 	Env []string

@@ -12,16 +12,14 @@
 //
 // # How it works
 //
-// [Start] re-executes the running binary through /proc/self/exe with argv0
-// "codemode-jail-init", in new user, mount, pid, network, IPC, UTS and
-// cgroup namespaces. An init function recognises that argv0 and runs the
-// jail's setup instead of the host program, so the jail works in any
-// program that imports this package and in go test binaries. It is that of
-// an internal package that depends only on packages Go initializes early,
-// so the re-executed program reaches it before most of its own package
-// initializers, which then never run in the jail (docs/benchmarks.md). The
-// configuration travels over an inherited pipe, never the environment: the
-// payload's environment is exactly [Spec.Env].
+// [Start] runs the library's own sandbox program (internal/sandboxbin: a
+// small static executable embedded in this module and executed from
+// memory) under argv0 "codemode-jail-init", in new user, mount, pid,
+// network, IPC, UTS and cgroup namespaces, where it runs the jail's setup.
+// No code of the host program runs in the jail: not its main, not its
+// packages' initializers, on any start path. The configuration travels
+// over an inherited pipe, never the environment: the payload's environment
+// is exactly [Spec.Env].
 //
 // The host side first places the new process in its memory and pids
 // cgroups, then releases it. The init stage then, as root of its own user
@@ -50,8 +48,8 @@
 //     filter on all its threads;
 //   - forks the payload with RLIMIT_AS applied: on itself just before the
 //     fork when the limit leaves its Go runtime ample headroom, otherwise
-//     through a small launcher stage (one more exec of the host binary)
-//     that sets the limit and execs the payload;
+//     through a small launcher stage (one more exec of the sandbox
+//     program) that sets the limit and execs the payload;
 //   - stays as pid 1: it forwards SIGTERM, SIGINT and SIGHUP to the
 //     payload, reaps every orphan, and exits with the payload's status when
 //     the payload exits, which makes the kernel kill everything left in the
@@ -69,7 +67,8 @@
 // likewise. The payload is an unprivileged host user with no groups. Host
 // trees that this uid cannot reach, such as a pyenv interpreter under a
 // 0700 /root, are cloned by the host with open_tree and moved into the
-// jail. The host binary must be executable by others (mode o+x).
+// jail. With [Spec.Self], the host binary must be executable by others
+// (mode o+x).
 //
 // When the caller is not root, the only possible mapping is inside 0 → the
 // caller's uid. The payload then stays inside uid 0 but holds no
@@ -122,13 +121,13 @@
 // forked starts cold ([Session.Fallback]). [CheckForked] probes it.
 //
 // Which code runs where: in a cold session, pid 1 is the Go init stage
-// (backend/jail/internal/initstage), which builds the jail and then runs
+// (internal/initstage), which builds the jail and then runs
 // the session's supervisor (internal/supervisor) in its own process. In a
 // forked session the template's Python (zygote.py) does only what the fork
 // needs: the session's namespaces, mounts, privilege drop, seccomp filter
 // and read-back, and the fork of its first worker from the loaded runner,
 // whose pipes it passes to the host in the supervisor protocol's "spawned"
-// message. It then execs the host program (through a descriptor the
+// message. It then execs the sandbox program (through a descriptor the
 // template holds, at fd 6) as the same Go supervisor, which adopts that
 // worker. So on both
 // paths the Go supervisor speaks the supervisor protocol, reaps and kills

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
 	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/initstage"
 )
 
 func TestEnvIsExactlySpecEnv(t *testing.T) {

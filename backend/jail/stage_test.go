@@ -5,7 +5,7 @@ package jail
 import (
 	"testing"
 
-	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
+	"github.com/adk-codemode/codemode/internal/initstage"
 )
 
 // TestStageAgrees: the init stage writes the sandbox user's uid into the

@@ -16,7 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
+	"github.com/adk-codemode/codemode/internal/initstage"
+	"github.com/adk-codemode/codemode/internal/sandboxbin"
 )
 
 // Cmd is a running jail. Its methods may be called from any goroutine;
@@ -65,9 +66,15 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		if err := checkHostIDs(cfg); err != nil {
 			return nil, err
 		}
-		if err := checkExecutable(); err != nil {
-			return nil, err
+		if spec.Self {
+			if err := checkExecutable(); err != nil {
+				return nil, err
+			}
 		}
+	}
+	stage, err := sandboxbin.Path()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
 
 	ic := &initstage.Config{
@@ -132,6 +139,18 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		}
 		ic.Trees = append(ic.Trees, tm)
 	}
+	if spec.Self && spec.inProcess == "" {
+		// The init is the sandbox program: the host program reaches the
+		// jail as a descriptor, which it execs as the payload.
+		fd, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("jail: open the running executable: %w", err)
+		}
+		f := os.NewFile(uintptr(fd), "host-executable")
+		c.trees = append(c.trees, f)
+		ic.SelfFD = initstage.FDFirstPass + len(extraFiles)
+		extraFiles = append(extraFiles, f)
+	}
 	ic.ExtraFirst = initstage.FDFirstPass + len(extraFiles)
 	ic.ExtraCount = len(spec.ExtraFiles)
 	extraFiles = append(extraFiles, spec.ExtraFiles...)
@@ -155,7 +174,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 	}
 	defer statR.Close()
 
-	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd := exec.CommandContext(ctx, stage)
 	cmd.Args = []string{initstage.StageInit}
 	cmd.Env = []string{}
 	cmd.Dir = "/"
@@ -287,9 +306,9 @@ func uidMapString(rootless bool, cfg Config) string {
 }
 
 // checkExecutable makes sure the jail's setup uid may exec the host
-// binary: it runs as an unprivileged host uid, so the file needs o+x (the
-// /proc/self/exe magic link skips the directory search, so a 0700
-// directory is fine).
+// binary (Spec.Self): it runs as an unprivileged host uid, so the file
+// needs o+x (it is passed as a descriptor, which skips the directory
+// search, so a 0700 directory is fine).
 func checkExecutable() error {
 	fi, err := os.Stat("/proc/self/exe")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/sandboxbin"
 	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -344,10 +345,11 @@ func TestDefaultStart(t *testing.T) {
 	be := &Backend{Config: cfg}
 	t.Cleanup(func() { _ = be.Close() })
 	s := sessionOf(t, be) // checks that it was forked
-	// The session's pid 1 is the supervisor of every session: the host
-	// program under the supervisor's argv[0], not the template's Python.
-	if got, want := exeID(t, s.Pid()), exeID(t, os.Getpid()); got != want {
-		t.Errorf("a forked session's pid 1 runs %s; want the host program, %s", got, want)
+	// The session's pid 1 is the supervisor of every session: the
+	// sandbox program under the supervisor's argv[0], not the template's
+	// Python, and not the host program.
+	if got, want := exeID(t, s.Pid()), stageID(t); got != want {
+		t.Errorf("a forked session's pid 1 runs %s; want the sandbox program, %s", got, want)
 	}
 	if got := argv0(t, s.Pid()); got != supervisor.Stage {
 		t.Errorf("a forked session's pid 1 has argv[0] %q; want %q", got, supervisor.Stage)
@@ -363,8 +365,8 @@ func TestDefaultStart(t *testing.T) {
 		t.Fatalf("the supervisor's descriptors: %v", err)
 	}
 	for _, fd := range fds {
-		if l, _ := os.Readlink(fdDir + "/" + fd.Name()); l == exe {
-			t.Errorf("the supervisor holds the host program at fd %s", fd.Name())
+		if l, _ := os.Readlink(fdDir + "/" + fd.Name()); l == exe || strings.Contains(l, "memfd:codemode-stage") {
+			t.Errorf("the supervisor holds %s at fd %s", l, fd.Name())
 		}
 	}
 	// The processes are named for what they are (the plugin's tests and
@@ -384,7 +386,11 @@ func TestDefaultStart(t *testing.T) {
 		t.Error("the template is still live after Close")
 	}
 	cold := &Backend{Config: cfg, Cold: true}
-	sessionOf(t, cold).Close() // checks that it was not forked
+	cs := sessionOf(t, cold) // checks that it was not forked
+	if got, want := exeID(t, cs.Pid()), stageID(t); got != want {
+		t.Errorf("a cold session's pid 1 runs %s; want the sandbox program, %s", got, want)
+	}
+	cs.Close()
 	if templateLive(cfg) {
 		t.Error("a Cold backend started a template")
 	}
@@ -404,6 +410,20 @@ func exeID(t *testing.T, pid int) string {
 	t.Helper()
 	var st syscall.Stat_t
 	if err := syscall.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("dev %d inode %d", st.Dev, st.Ino)
+}
+
+// stageID is exeID of the sandbox program (internal/sandboxbin).
+func stageID(t *testing.T) string {
+	t.Helper()
+	f, err := sandboxbin.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("dev %d inode %d", st.Dev, st.Ino)

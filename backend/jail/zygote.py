@@ -4,7 +4,7 @@
 # mount, pid, network, IPC, UTS and cgroup namespaces, builds its own
 # writable mounts, drops every privilege, loads the seccomp filter the host
 # sends and reads back what it got. It then forks its first worker, which
-# calls the loaded runner's main, and execs the host program as the
+# calls the loaded runner's main, and execs the sandbox program as the
 # session's supervisor (internal/supervisor, the supervisor of every
 # session, cold or forked): that adopts the worker, speaks the supervisor
 # protocol, tracks the workspace, and starts any later worker itself as a
@@ -21,7 +21,7 @@
 # when it can fork. 4: the runner's source, read to EOF at start. 5: this
 # program's own source, which the short bootstrap on the command line
 # reads and runs (zygote_linux.go), so that the command line holds no
-# source. 6: the host program (an O_PATH descriptor), which a session
+# source. 6: the sandbox program (internal/sandboxbin), which a session
 # execs as its supervisor; workers close it, and the exec closes it.
 # A session's supervisor gets fd 3, its socket to the host (and 0-2), and
 # with egress fd 4, the egress connector, and fd 5, a socket listening on
@@ -99,7 +99,7 @@ SYS_SECCOMP = 317
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_TSYNC = 1
 
-_EXE_FD = 6  # the host program, which a session execs as its supervisor
+_EXE_FD = 6  # the sandbox program, which a session execs as its supervisor
 
 def _template_packages():
     """The runner's package report for the sys.path the host probed, made
@@ -472,7 +472,7 @@ def _exec_supervisor(sup_fd, stage, cfg, egress_fd=None):
     """Fork the session's first worker from the loaded runner, pass its
     pipes to the host in the supervisor protocol's "spawned" message (so
     that the host talks to the worker while the supervisor starts), then
-    become the host program's supervisor (internal/supervisor, the one of
+    become the sandbox program's supervisor (internal/supervisor, the one of
     every session), which adopts the worker: its Config is cfg with the
     worker's pid added, fd 3 the supervisor socket, and with egress fd 4
     the egress connector and fd 5 the proxy port's listening socket;

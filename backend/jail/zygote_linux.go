@@ -23,9 +23,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/backend/jail/internal/initstage"
 	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/internal/initstage"
 	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/sandboxbin"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/tailbuf"
 	"github.com/adk-codemode/codemode/transport"
@@ -174,7 +175,7 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 	zc.Files = nil
 	zc.Python = python
 	zc.Processes = zygoteTasks
-	// No RLIMIT_AS on the template: its sessions exec the host program as
+	// No RLIMIT_AS on the template: its sessions exec the sandbox program as
 	// their supervisor, whose Go runtime reserves far more address space
 	// than it uses (a cold session's supervisor runs without the limit
 	// too). Each session's workers get the limit (zygote.py's _worker,
@@ -200,18 +201,15 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		return nil, err
 	}
 	defer tplR.Close()
-	// The host program, which each session execs as its supervisor (fd 6
-	// of the template; see zygote.py). O_PATH: it can be executed, not
-	// read or written.
-	exeFD, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	// The sandbox program, which each session execs as its supervisor
+	// (fd 6 of the template; see zygote.py).
+	exe, err := sandboxbin.Open()
 	if err != nil {
 		ctrl.Close()
 		srcW.Close()
 		tplW.Close()
-		return nil, fmt.Errorf("jail: open the running executable for the template: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	exe := os.NewFile(uintptr(exeFD), "host-executable")
-	defer exe.Close()
 	// Sessions run as inside uid PayloadID in both modes (rootless cold
 	// jails use 0, which a nested user namespace has no need for).
 	uid := PayloadID

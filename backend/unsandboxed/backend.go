@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/sandboxbin"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -65,12 +66,12 @@ type child struct {
 	dir string
 }
 
-// startChild runs the supervisor as a re-execution of this program, in a
-// process group of its own that dies with this process.
+// startChild runs the supervisor, the sandbox program (internal/sandboxbin),
+// in a process group of its own that dies with this process.
 func startChild(c launch.Command, workdir, dir string) (*child, error) {
-	exe, err := os.Executable()
+	exe, err := sandboxbin.Path()
 	if err != nil {
-		exe = "/proc/self/exe"
+		return nil, err
 	}
 	cmd := &exec.Cmd{
 		Path:        exe,

@@ -237,8 +237,10 @@ func TestListenJailAsUser(t *testing.T) {
 		// place, for a reason the jail names.
 		hostcap.Missing(t, hostcap.UserNS, string(out))
 	}
-	want := "--jail: as user " + strconv.Itoa(uid) + " the server cannot start its jail (fork/exec /proc/self/exe: permission denied)"
-	if !strings.HasPrefix(string(out), "codemode-sandbox: "+want) || !strings.Contains(string(out), "--user 0") || strings.Contains(string(out), "listening") {
+	// The path is the sandbox program's descriptor (internal/sandboxbin).
+	want := "--jail: as user " + strconv.Itoa(uid) + " the server cannot start its jail (fork/exec /proc/self/fd/"
+	if !strings.HasPrefix(string(out), "codemode-sandbox: "+want) || !strings.Contains(string(out), ": permission denied)") ||
+		!strings.Contains(string(out), "--user 0") || strings.Contains(string(out), "listening") {
 		t.Errorf("output %q; want it to start with %q and say to run as root", out, want)
 	}
 }

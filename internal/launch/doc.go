@@ -4,8 +4,8 @@
 // of its own.
 //
 // [Launch] probes the interpreter, makes the socket to the supervisor,
-// has the backend's [Starter] start a process that runs the supervisor (a
-// re-execution of the host program under server.SupervisorStage), and
+// has the backend's [Starter] start a process that runs the supervisor (the
+// sandbox program, internal/sandboxbin, under server.SupervisorStage), and
 // attaches the session to the worker the supervisor starts: the session's
 // server runs in the host's process (package internal/server) and talks
 // to the worker over pipes passed through the socket. [ServeLaunched] does

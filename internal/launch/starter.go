@@ -11,11 +11,10 @@ import (
 // container with the socket passed in.
 type Starter interface {
 	// Start starts a process that runs the supervisor and returns once it
-	// has started; ctx bounds only the start. The process must run
-	// cmd.Args as a re-execution of this program (argv[0] is
-	// server.SupervisorStage, which internal/supervisor's init
-	// recognises), with cmd.Socket as its descriptor 3 and its standard
-	// error written to cmd.Stderr. Start must not keep
+	// has started; ctx bounds only the start. The process must run the
+	// sandbox program (internal/sandboxbin) with argv cmd.Args (argv[0]
+	// is server.SupervisorStage), with cmd.Socket as its descriptor 3 and
+	// its standard error written to cmd.Stderr. Start must not keep
 	// cmd.Socket: Launch closes its copy once Start returns.
 	Start(ctx context.Context, cmd Command) (Process, error)
 }

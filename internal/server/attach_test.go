@@ -23,13 +23,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/internal/fdcheck"
+	"github.com/adk-codemode/codemode/internal/sandboxbin"
 	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
 )
 
-// supervisorProc is a real supervisor: this test binary re-executed under
-// SupervisorStage, which internal/supervisor's init turns into the supervisor.
+// supervisorProc is a real supervisor: the sandbox program (internal/sandboxbin)
+// started under SupervisorStage.
 type supervisorProc struct {
 	cmd    *exec.Cmd
 	pid    int
@@ -46,7 +47,7 @@ func startSupervisor(t *testing.T, cfg Config) (*os.File, *supervisorProc) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Executable()
+	exe, err := sandboxbin.Path()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,9 @@ package server
 
 import "github.com/adk-codemode/codemode/internal/supervisor"
 
-// SupervisorStage is the argv[0] under which a program that imports this
-// package runs the supervisor instead of its own main: argv[1] is the JSON
-// encoding of a [Config] and fd 3 the host's socket.
+// SupervisorStage is the argv[0] under which the sandbox program
+// (internal/sandboxbin) runs the supervisor: argv[1] is the JSON encoding
+// of a [Config] and fd 3 the host's socket.
 const SupervisorStage = supervisor.Stage
 
 // DefaultEgressPort and MaxEgressConns are the supervisor's: the loopback

@@ -63,8 +63,9 @@
 // A sandbox on the same machine runs the supervisor instead, and the host
 // runs the server with [Attach] (or [ServeAttached], when a sandbox server
 // gives a remote session a jail of its own). Backends start the
-// supervisor by re-executing their own binary under the argv[0]
-// [SupervisorStage]; the jail runs it in its init process. The supervisor
+// supervisor as the library's sandbox program (internal/sandboxbin) under
+// the argv[0] [SupervisorStage]; the jail runs it in its init process. The
+// host program itself never runs in a sandbox. The supervisor
 // starts, signals and kills the worker, reaps and tracks what runs in the
 // sandbox, and passes the worker's pipes to the host over a Unix socket
 // ([SocketPair]), so that blocks and tool calls travel between the host
@@ -73,12 +74,7 @@
 // strictly as frames.
 //
 // The supervisor, the worker's launcher and the workspace tracker live in
-// package internal/supervisor, whose init function is the hook that takes
-// over a re-executed program under [SupervisorStage]. It imports none of
-// this package's heavier dependencies (net, log/slog, path/filepath, ...),
-// so Go initializes it, and reaches the hook, before most of a large
-// program's packages: their initializers do not run at each start of a
-// sandbox.
+// package internal/supervisor.
 //
 // The package runs on Linux; elsewhere its functions return an error that
 // says so.

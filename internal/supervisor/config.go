@@ -8,9 +8,9 @@ import (
 	"github.com/adk-codemode/codemode/internal/egressrelay"
 )
 
-// Stage is the argv[0] under which a program that imports this package runs
-// the supervisor ([Run]) instead of its own main: argv[1] is the JSON
-// encoding of a [Config] and fd 3 the host's socket.
+// Stage is the argv[0] under which the sandbox program (internal/sandboxbin)
+// runs the supervisor ([Run]): argv[1] is the JSON encoding of a [Config]
+// and fd 3 the host's socket.
 const Stage = "codemode-supervisor"
 
 // Config configures a session's server (package internal/server, whose

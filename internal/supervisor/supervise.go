@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,20 +21,10 @@ import (
 // controlFD is the socket to the host in a re-executed supervisor.
 const controlFD = 3
 
-// The supervisor's hook: a program that imports this package, re-executed
-// under the argv[0] Stage, runs the supervisor instead of its main. Only
-// the package initializers that ran before this one have run by then (see
-// the package documentation).
-func init() {
-	if len(os.Args) > 0 && os.Args[0][strings.LastIndexByte(os.Args[0], '/')+1:] == Stage {
-		os.Exit(Run(os.Args))
-	}
-}
-
 // Run runs the supervisor as the current process would when started under
 // [Stage]: argv[1] is its JSON [Config], fd 3 the host's socket. It returns
-// the exit code. Jails that run the supervisor in their own init process
-// call it.
+// the exit code. The sandbox program (internal/sandboxbin) calls it, in a
+// jail's init process or started on its own.
 func Run(argv []string) int {
 	// Nothing in the sandbox may read this process's memory or attach to
 	// it, even with the same uid.

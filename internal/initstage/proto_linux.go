@@ -54,6 +54,7 @@ type Config struct {
 
 	Args       []string
 	Self       bool
+	SelfFD     int    // with Self, an O_PATH descriptor of the host program in init
 	InProcess  string // run this registered stage in init itself (see inProcess)
 	Template   bool   // the payload is a template that forks sessions (backend/jail's zygote_linux.go)
 	Env        []string

@@ -25,27 +25,21 @@ var inProcess = map[string]func(argv []string) int{
 	supervisor.Stage: supervisor.Run,
 }
 
-// The init hook: a jail re-executes the host binary with a stage name as
-// argv0, so any program importing backend/jail (including go test
-// binaries) can act as the jail's init. Nothing else of the host program
-// runs in the jail except other packages' init functions that ran earlier:
-// those this package depends on, and those that sort before it and were
-// ready (see the package documentation).
-func init() {
-	if len(os.Args) == 0 {
-		return
-	}
-	switch os.Args[0] {
+// Main runs the stage that argv0 names, as the sandbox program
+// (internal/sandboxbin) does when the host starts it under [StageInit] or
+// [StageExec], and reports whether argv0 named one (it does not return if
+// it did). The bounding set, securebits, capabilities, PDEATHSIG and
+// no_new_privs are per thread: the caller must run on the main thread,
+// locked to it from an init function, so that everything, the fork of the
+// payload included, happens on that thread.
+func Main(argv0 string) bool {
+	switch argv0 {
 	case StageInit:
-		// The bounding set, securebits, capabilities, PDEATHSIG and
-		// no_new_privs are per thread: do everything, including the fork
-		// of the payload, on this (the main) thread.
-		runtime.LockOSThread()
 		os.Exit(runInit())
 	case StageExec:
-		runtime.LockOSThread()
 		runExec()
 	}
+	return false
 }
 
 // runInit is pid 1 of the jail. It returns the exit code: the payload's
@@ -295,8 +289,15 @@ func loopbackUp() error {
 // payloadPath resolves Spec.Args[0] inside the jail.
 func payloadPath(c *Config) (string, error) {
 	if c.Self {
-		// The magic link still reaches the host binary after pivot_root.
-		return "/proc/self/exe", nil
+		// The host passed its program as a descriptor, which still
+		// reaches it after pivot_root. A copy above every descriptor the
+		// payload gets keeps its number from being taken by one of those
+		// before the exec reads it.
+		fd, err := unix.FcntlInt(uintptr(c.SelfFD), unix.F_DUPFD_CLOEXEC, 3+c.ExtraCount+3)
+		if err != nil {
+			return "", stepErr("copy the host program's descriptor", err)
+		}
+		return "/proc/self/fd/" + strconv.Itoa(fd), nil
 	}
 	name := c.Args[0]
 	if strings.Contains(name, "/") {
@@ -353,6 +354,13 @@ func startPayload(c *Config) (int, error) {
 	}
 	n := len(files)
 	attr.Files = append(files, cfgR.Fd(), errW.Fd())
+	if c.Self {
+		// The launcher execs the host program through its own copy of
+		// the descriptor, which it marks close-on-exec with the others.
+		fd, _ := strconv.Atoi(strings.TrimPrefix(path, "/proc/self/fd/"))
+		attr.Files = append(attr.Files, uintptr(fd))
+		path = "/proc/self/fd/" + strconv.Itoa(n+2)
+	}
 	attr.Env = []string{}
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{StageExec, strconv.Itoa(n)}, attr)
 	cfgR.Close()
