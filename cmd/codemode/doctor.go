@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
 	"runtime"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -19,7 +21,9 @@ Starts a real jail and reports, per backend, which protections this host
 actually enforces, and measures session starts without a pool. The "jail
 (forked)" column is a session forked from a template process (the
 default start of jail.Backend), the "jail (cold)" column one started in a
-fresh jail (jail.Backend.Cold), each read back from the session. The docker column is
+fresh jail (jail.Backend.Cold), each read back from the session. Their
+session starts are timed alike, each until the session is ready, in one
+loop with a bare python -c pass, and shown with their ratio to it. The docker column is
 what the engine applied to a sandbox container of --image, read back
 from the engine; the engine is found as the docker CLI finds it
 ($DOCKER_HOST, else $DOCKER_CONTEXT, else the current context of the
@@ -71,13 +75,17 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	writeHost(stdout, rep)
 	// The forked column: a session forked from a template process (the
 	// default start of jail.Backend), read back from the session itself.
-	fe, fstart, ferr := jail.CheckForked(ctx, jail.Config{Python: *python})
+	fe, _, ferr := jail.CheckForked(ctx, jail.Config{Python: *python})
 	db, d, derr := checkDocker(ctx, *image)
 	if db != nil {
 		defer func() { _ = db.Close() }()
 	}
+	var starts startTimes
+	if jerr == nil && ferr == nil {
+		starts = measureStarts(ctx, *python)
+	}
 	t := protectionTable{
-		rep: rep, forked: fe, forkStart: fstart, docker: d,
+		rep: rep, forked: fe, starts: starts, docker: d,
 		coldCol: column{ok: jerr == nil}, forkedCol: column{ok: jerr == nil && ferr == nil}, dockerCol: column{ok: derr == nil},
 	}
 	t.write(stdout)
@@ -105,8 +113,11 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 // found.
 func writeHost(w io.Writer, rep jail.Report) {
 	fmt.Fprintf(w, "host: %s/%s\n", runtime.GOOS, runtime.GOARCH)
-	if rep.Python != "" {
-		fmt.Fprintf(w, "python: %s (prefix %s)\n", rep.Python, rep.PythonPrefix)
+	switch {
+	case rep.Python != "" && rep.PythonPrefix != "":
+		fmt.Fprintf(w, "python: %s (its prefix %s mounted read-only in the jail)\n", rep.Python, rep.PythonPrefix)
+	case rep.Python != "":
+		fmt.Fprintf(w, "python: %s (under /usr, which the jail mounts read-only)\n", rep.Python)
 	}
 	fmt.Fprintln(w)
 }
@@ -146,13 +157,13 @@ func (c column) yn(b bool) string {
 }
 
 // protectionTable is what each backend enforces on this host: the jail
-// started cold (rep) and forked from a template (forked, which started in
-// forkStart), the docker engine (docker), and the unsandboxed backend,
-// which enforces nothing.
+// started cold (rep) and forked from a template (forked), how long their
+// sessions take to start (starts), the docker engine (docker), and the
+// unsandboxed backend, which enforces nothing.
 type protectionTable struct {
 	rep                           jail.Report
 	forked                        jail.Enforcement
-	forkStart                     time.Duration
+	starts                        startTimes
 	docker                        docker.Enforcement
 	coldCol, forkedCol, dockerCol column
 }
@@ -184,13 +195,14 @@ func (t protectionTable) rows() []protectionRow {
 		{"rlimits", jc.v(fmt.Sprintf("%d set", len(e.Rlimits))), fc.v(fmt.Sprintf("%d set", len(fe.Rlimits))), dc.v("engine default"), "no"},
 		{"mode", jc.v(uidMode(e)), fc.v(uidMode(fe)), dc.v(d.Engine + " " + d.EngineVersion + " at " + d.Host + " (from " + d.HostSource + ")"), "host user"},
 	}
-	if jc.ok {
+	if st := t.starts; st.err == nil && st.runs > 0 {
+		ratio := func(d time.Duration) string {
+			return fmt.Sprintf("%s (%.2fx bare)", d.Round(100*time.Microsecond), float64(d)/float64(st.bare))
+		}
 		rows = append(rows, protectionRow{
-			fmt.Sprintf("session start, no pool (median of %d)", t.rep.Runs),
-			t.rep.ColdStart.Round(100 * time.Microsecond).String(),
-			fc.v(t.forkStart.Round(100 * time.Microsecond).String()),
-			"-",
-			t.rep.BareStart.Round(100*time.Microsecond).String() + " (bare python -c pass)",
+			fmt.Sprintf("session start, no pool (median of %d, one loop)", st.runs),
+			ratio(st.cold), ratio(st.forked), "-",
+			st.bare.Round(100*time.Microsecond).String() + " (bare python -c pass)",
 		})
 	}
 	return rows
@@ -244,6 +256,58 @@ func writeSessionStarts(ctx context.Context, w io.Writer, python string) error {
 		fmt.Fprintf(w, "%s session ready in %s (Python %s, %d importable packages)\n", name, d.Round(100*time.Microsecond), env.PythonVersion, len(env.Packages))
 	}
 	return failed
+}
+
+// startRuns is how many rounds measureStarts times.
+const startRuns = 7
+
+// startTimes are the medians of session starts on both of the jail's
+// paths and of a bare python -c pass, timed in one loop.
+type startTimes struct {
+	cold, forked, bare time.Duration
+	runs               int
+	err                error
+}
+
+// measureStarts times, round after round, a bare python -c pass, a session
+// forked from a template and a session started cold, each opened until its
+// worker is ready and then closed, so that the three are measured alike
+// and under the same load. The template starts before the first round.
+func measureStarts(ctx context.Context, python string) startTimes {
+	forked := &jail.Backend{Config: jail.Config{Python: python}}
+	cold := &jail.Backend{Config: jail.Config{Python: python}, Cold: true}
+	defer func() { _ = forked.Close(); _ = cold.Close() }()
+	bin, err := forked.Config.Interpreter()
+	if err != nil {
+		return startTimes{err: err}
+	}
+	if _, _, err := sessionStart(ctx, forked); err != nil {
+		return startTimes{err: err}
+	}
+	var c, f, b []time.Duration
+	for range startRuns {
+		t0 := time.Now()
+		if err := exec.CommandContext(ctx, bin, "-c", "pass").Run(); err != nil {
+			return startTimes{err: err}
+		}
+		b = append(b, time.Since(t0))
+		d, _, err := sessionStart(ctx, forked)
+		if err != nil {
+			return startTimes{err: err}
+		}
+		f = append(f, d)
+		if d, _, err = sessionStart(ctx, cold); err != nil {
+			return startTimes{err: err}
+		}
+		c = append(c, d)
+	}
+	return startTimes{cold: median(c), forked: median(f), bare: median(b), runs: startRuns}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // sessionStart opens and closes one session and returns how long it took

@@ -192,6 +192,18 @@ func TestDoctor(t *testing.T) {
 			if len(f) != 5 || f[1] != "yes" || f[2] != "yes" || f[4] != "no" {
 				t.Errorf("the jail, cold and forked, should enforce this here, and unsandboxed not: %q", line)
 			}
+		case strings.HasPrefix(line, "session start"):
+			// Both of the jail's paths are timed alike, as whole session
+			// starts in one loop with the bare spawn, and given as ratios.
+			ratio := regexp.MustCompile(`^\d+(\.\d+)?(ms|µs|s) \(\d+\.\d\dx bare\)$`)
+			if len(f) != 5 || !strings.Contains(f[0], "one loop") || !ratio.MatchString(f[1]) || !ratio.MatchString(f[2]) ||
+				!strings.HasSuffix(f[4], "(bare python -c pass)") {
+				t.Errorf("the start row should give both paths' medians with their ratio to the bare spawn: %q", line)
+			}
+		case strings.HasPrefix(line, "python:"):
+			if strings.Contains(line, "(prefix )") {
+				t.Errorf("an empty prefix shown: %q", line)
+			}
 		}
 	}
 	// With an engine (CI has one), the docker column is read back from it.
