@@ -11,9 +11,12 @@ import (
 	"github.com/adk-codemode/codemode/egress"
 	"github.com/adk-codemode/codemode/internal/egressrelay"
 	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/observe"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // serverTasks is how many of the jail's tasks are kept for the
@@ -275,7 +278,7 @@ type starter struct {
 var _ launch.Starter = (*starter)(nil)
 
 // Start starts the jail. It outlives ctx, which only bounds the start.
-func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, error) {
+func (s *starter) Start(ctx context.Context, c launch.Command) (launch.Process, error) {
 	var connector *os.File // the sandbox end of the egress connector
 	if s.egress != nil {
 		var err error
@@ -287,7 +290,7 @@ func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, er
 		defer connector.Close()
 	}
 	if s.zygote {
-		cmd, err := forkSession(s.config, c, connector)
+		cmd, err := forkSession(ctx, s.config, c, connector)
 		if err == nil {
 			s.cmd = cmd
 			return jailProcess{cmd}, nil
@@ -296,7 +299,6 @@ func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, er
 	}
 	cmd, err := Start(context.Background(), s.config, Spec{
 		Args:       c.Args,
-		Self:       true,
 		inProcess:  server.SupervisorStage,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"},
 		Stderr:     c.Stderr,
@@ -305,6 +307,7 @@ func (s *starter) Start(_ context.Context, c launch.Command) (launch.Process, er
 	if err != nil {
 		return nil, err
 	}
+	observe.Event(ctx, "codemode.sandbox.setup", attribute.String("codemode.sandbox.start_path", "cold"))
 	s.cmd = cmd
 	return jailProcess{cmd}, nil
 }

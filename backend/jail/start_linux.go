@@ -66,7 +66,7 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		if err := checkHostIDs(cfg); err != nil {
 			return nil, err
 		}
-		if spec.Self {
+		if spec.Self && spec.inProcess == "" {
 			if err := checkExecutable(); err != nil {
 				return nil, err
 			}

@@ -43,7 +43,9 @@ func (c *Cmd) Usage() Usage { return Usage{} }
 
 func (c *Cmd) cleanupErr() error { return nil }
 
-func forkSession(Config, launch.Command, *os.File) (*Cmd, error) { return nil, unsupported() }
+func forkSession(context.Context, Config, launch.Command, *os.File) (*Cmd, error) {
+	return nil, unsupported()
+}
 
 func startEgress(egress.Policy) (*os.File, *egress.Proxy, error) { return nil, nil, unsupported() }
 

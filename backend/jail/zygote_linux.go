@@ -21,11 +21,13 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/internal/clip"
 	"github.com/adk-codemode/codemode/internal/initstage"
 	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/observe"
 	"github.com/adk-codemode/codemode/internal/sandboxbin"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/internal/tailbuf"
@@ -519,18 +521,18 @@ func (z *zygote) forkBlank() (*forked, error) {
 // take returns the spare blank session, or forks one, and has the next
 // spare forked in the background: placing a process in a cgroup waits for
 // an RCU grace period on cgroup v1, several milliseconds that the spare
-// takes off the session's start.
-func (z *zygote) take() (*forked, error) {
-	var f *forked
+// takes off the session's start. ahead says whether it was.
+func (z *zygote) take() (f *forked, ahead bool, err error) {
 	select {
 	case f = <-z.spare:
 	default:
 	}
 	go z.refill()
 	if f != nil {
-		return f, nil
+		return f, true, nil
 	}
-	return z.forkBlank()
+	f, err = z.forkBlank()
+	return f, false, err
 }
 
 // refill forks a spare blank session if there is none.
@@ -561,7 +563,7 @@ func (z *zygote) refill() {
 
 // forkSession forks a session from the template for cfg and runs the
 // supervisor command c in it. It returns a *Cmd for the session's pid 1.
-func forkSession(cfg Config, c launch.Command, connector *os.File) (*Cmd, error) {
+func forkSession(ctx context.Context, cfg Config, c launch.Command, connector *os.File) (*Cmd, error) {
 	cfg = cfg.withDefaults()
 	filesBytes, err := checkFiles(cfg.Files)
 	if err != nil {
@@ -579,10 +581,11 @@ func forkSession(cfg Config, c launch.Command, connector *os.File) (*Cmd, error)
 	if err != nil {
 		return nil, err
 	}
-	f, err := z.take()
+	f, ahead, err := z.take()
 	if err != nil {
 		return nil, err
 	}
+	observe.Event(ctx, "codemode.sandbox.template_fork", attribute.Bool("codemode.jail.forked_ahead", ahead))
 	conn, cmd := f.conn, f.cmd
 	defer func() { _ = conn.Close() }()
 	ok := false
@@ -649,6 +652,7 @@ func forkSession(cfg Config, c launch.Command, connector *os.File) (*Cmd, error)
 	checkFromHost(cmd.pid, &enf)
 	cmd.cg.enforce(&enf)
 	cmd.enf = enf
+	observe.Event(ctx, "codemode.sandbox.setup", attribute.String("codemode.sandbox.start_path", "forked"))
 	ok = true
 	return cmd, nil
 }

@@ -145,10 +145,11 @@ func runInit() int {
 	}
 
 	if c.InProcess != "" {
-		if code, ran := runInProcess(&c, &enf, report); ran {
-			return code
+		code, ran := runInProcess(&c, &enf, report)
+		if !ran {
+			return fail(stepErr("run the stage "+c.InProcess, unix.ENOENT))
 		}
-		// Not a stage of this binary: start it as a payload instead.
+		return code
 	}
 
 	sigs := make(chan os.Signal, 64)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/internal/observe"
 	"github.com/adk-codemode/codemode/internal/supervisor"
 	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/transport"
@@ -49,6 +50,9 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 	p := newRemoteProcs(c)
 	p.maxFiles = cfg.MaxFiles
 	p.inotifyAfter = opts.OnClose != nil
+	// The steps of the start, as events of ctx's span (the plugin's
+	// codemode.sandbox.start), if it records.
+	p.step = func(name string) { observe.Event(ctx, name) }
 	hostConn, serverConn := wire.NewConnPipe()
 	// Tool calls run right here, on the goroutine that read them from the
 	// worker, rather than cross the pipe to the client as frames.
@@ -87,6 +91,9 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 		return nil, ctx.Err()
 	}
 	started.Store(err == nil)
+	if err == nil {
+		observe.Event(ctx, "codemode.sandbox.handshake")
+	}
 	return client, err
 }
 
@@ -136,7 +143,9 @@ type remoteProcs struct {
 	inotifyAfter bool
 	inotifyLate  int // the descriptor kept past close, or -1; guarded by mu
 	watching     bool
-	spawned      bool // the first worker, which comes unasked, was taken
+	spawned      bool         // the first worker, which comes unasked, was taken
+	step         func(string) // marks a step of the start; nil for none
+	readied      bool         // the first worker's ready frame was marked
 }
 
 type supReply struct {
@@ -296,13 +305,17 @@ func (p *remoteProcs) lost(err error) error {
 func (p *remoteProcs) spawn() (*worker, workerPipes, error) {
 	// The supervisor starts the first worker unasked.
 	req := supervisor.Msg{Op: "spawn"}
-	if !p.spawned {
+	first := !p.spawned
+	if first {
 		p.spawned = true
 		req.Op = ""
 	}
 	r, err := p.request(req, "spawned", supSpawnTimeout)
 	if err != nil {
 		return nil, workerPipes{}, err
+	}
+	if first && p.step != nil {
+		p.step("codemode.sandbox.worker_spawned")
 	}
 	files := make([]*os.File, 0, 4)
 	for i, fd := range r.fds {
@@ -385,6 +398,15 @@ func (p *remoteProcs) killAll(w *worker) {
 }
 
 func (p *remoteProcs) files() fileTracker { return p }
+
+// workerReady marks the first worker's ready frame as a step of the
+// start. It runs on the serve loop, as spawn does.
+func (p *remoteProcs) workerReady() {
+	if !p.readied && p.step != nil {
+		p.readied = true
+		p.step("codemode.sandbox.worker_ready")
+	}
+}
 
 func (p *remoteProcs) close() {
 	_ = p.c.Close()

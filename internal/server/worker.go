@@ -127,6 +127,9 @@ func (s *server) startWorker() (*worker, error) {
 			err = wf.err
 		} else if r, ok := wf.f.(*wire.ReadyFrame); ok {
 			w.ready = r
+			if n, ok := s.procs.(interface{ workerReady() }); ok {
+				n.workerReady()
+			}
 			return w, nil
 		} else {
 			err = fmt.Errorf("expected ready, got %s", wf.f.Kind())

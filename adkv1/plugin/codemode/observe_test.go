@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -208,8 +209,24 @@ except ToolDeniedError:
 		if p := parent(s); p == nil || p.Name() != "codemode.block" {
 			t.Errorf("sandbox start's parent %v, want a block span", p)
 		}
-		if path := attrString(s, "codemode.sandbox.start_path"); path != "forked" && path != "cold" && path != "fallback" {
+		path := attrString(s, "codemode.sandbox.start_path")
+		if path != "forked" && path != "cold" && path != "fallback" {
 			t.Errorf("sandbox start path %q", path)
+		}
+		if !strings.HasPrefix(attrString(s, "codemode.backend"), "jail:") {
+			continue
+		}
+		// Each step of the jail's start is an event of the span, in order.
+		want := []string{"codemode.sandbox.setup", "codemode.sandbox.worker_spawned", "codemode.sandbox.worker_ready", "codemode.sandbox.handshake"}
+		if path == "forked" {
+			want = append([]string{"codemode.sandbox.template_fork"}, want...)
+		}
+		var got []string
+		for _, ev := range s.Events() {
+			got = append(got, ev.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("a %s start's events %q, want %q", path, got, want)
 		}
 	}
 	if len(starts) != 3 {
