@@ -56,3 +56,53 @@ func TestStartSteps(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkStartSteps reports where a start's time goes, step by step: the
+// median time from the start (or the step before) to each event of
+// TestStartSteps, in ms, on both paths.
+func BenchmarkStartSteps(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		be   *Backend
+	}{
+		{"forked", &Backend{Config: Config{Processes: 103}}},
+		{"cold", &Backend{Cold: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			defer func() { _ = c.be.Close() }()
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			open := func() {
+				ctx, span := tp.Tracer("bench").Start(b.Context(), "start")
+				s, err := c.be.Open(ctx, transport.SessionConfig{})
+				span.End()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+			open() // the template's start is not a session's
+			rec.Reset()
+			for b.Loop() {
+				open()
+			}
+			steps := map[string][]float64{}
+			var order []string
+			for _, sp := range rec.Ended() {
+				last := sp.StartTime()
+				for _, ev := range sp.Events() {
+					if _, ok := steps[ev.Name]; !ok {
+						order = append(order, ev.Name)
+					}
+					steps[ev.Name] = append(steps[ev.Name], float64(ev.Time.Sub(last).Microseconds())/1000)
+					last = ev.Time
+				}
+			}
+			for _, name := range order {
+				b.ReportMetric(medianF(steps[name]), name[len("codemode.sandbox."):]+"-ms")
+			}
+		})
+	}
+}
