@@ -15,6 +15,7 @@ import (
 
 	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/sandboxbin"
 	"github.com/adk-codemode/codemode/internal/server"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
@@ -47,8 +48,12 @@ func (b *childBackend) Open(ctx context.Context, scfg transport.SessionConfig) (
 }
 
 func (b *childBackend) start(_ context.Context, c launch.Command) (launch.Process, error) {
+	exe, err := sandboxbin.Path()
+	if err != nil {
+		return nil, err
+	}
 	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
+		Path:        exe,
 		Args:        c.Args,
 		ExtraFiles:  []*os.File{c.Socket},
 		Stderr:      c.Stderr,
