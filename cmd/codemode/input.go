@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adk-codemode/codemode/render"
+	"github.com/adk-codemode/codemode/toolset/mcpcommand"
 	"github.com/adk-codemode/codemode/toolset/openapi"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // declarer is a tool that has a function declaration, as ADK's tools do.
@@ -119,14 +118,9 @@ func loadMCP(command string) ([]render.Tool, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), mcpTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stderr = io.Discard
-	defer func() {
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-		}
-	}()
-	ts, err := mcptoolset.New(mcptoolset.Config{Transport: &mcp.CommandTransport{Command: cmd}})
+	tr := &mcpcommand.Transport{Args: argv, TerminateDuration: time.Second}
+	defer func() { _ = tr.Close() }()
+	ts, err := mcptoolset.New(mcptoolset.Config{Transport: tr})
 	if err != nil {
 		return nil, fmt.Errorf("--mcp %q: %w", command, err)
 	}

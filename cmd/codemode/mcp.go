@@ -10,12 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,6 +28,7 @@ import (
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/mcpserver"
 	"github.com/adk-codemode/codemode/plugin/codemode"
+	"github.com/adk-codemode/codemode/toolset/mcpcommand"
 	"github.com/adk-codemode/codemode/toolset/openapi"
 )
 
@@ -104,7 +105,7 @@ type upstreams struct {
 	toolsets   []tool.Toolset
 	namespaces []codemode.Namespace
 	names      map[string]string // namespace -> where it came from
-	procs      []*exec.Cmd
+	procs      []*mcpcommand.Transport
 	// approve are the tools that need a person's approval, by MCP
 	// server namespace, in the form approvalKey gives.
 	approve map[string]map[string]bool
@@ -177,24 +178,14 @@ func (u *upstreams) claim(name, source string) error {
 	return nil
 }
 
-// stop ends the stdio servers started. A server's command is the MCP
-// client's: its transport waits on it once the connection ends, which the
-// kill makes happen, so stop waits, for a while, for that rather than
-// waiting on the command a second time.
+// stop ends the stdio servers started, and keeps them from being started
+// again.
 func (u *upstreams) stop() {
-	var started []*os.Process
-	for _, c := range u.procs {
-		if c.Process != nil {
-			_ = c.Process.Kill()
-			started = append(started, c.Process)
-		}
+	var wg sync.WaitGroup
+	for _, tr := range u.procs {
+		wg.Go(func() { _ = tr.Close() })
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, p := range started {
-		for p.Signal(syscall.Signal(0)) == nil && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	wg.Wait()
 }
 
 func (u *upstreams) addMCP(name string, argv []string, env map[string]string, stderr io.Writer) error {
@@ -204,16 +195,17 @@ func (u *upstreams) addMCP(name string, argv []string, env map[string]string, st
 	if err := u.claim(name, "MCP server "+strings.Join(argv, " ")); err != nil {
 		return err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = stderr
+	// A fresh process on every connect: a server that exits is started
+	// again when the toolset reconnects.
+	tr := &mcpcommand.Transport{Args: argv, Stderr: stderr}
 	if len(env) > 0 {
-		cmd.Env = os.Environ()
+		tr.Env = os.Environ()
 		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
+			tr.Env = append(tr.Env, k+"="+v)
 		}
 	}
-	u.procs = append(u.procs, cmd)
-	ts, err := mcptoolset.New(mcptoolset.Config{Transport: &mcp.CommandTransport{Command: cmd}, RequireConfirmationProvider: u.confirmation(name)})
+	u.procs = append(u.procs, tr)
+	ts, err := mcptoolset.New(mcptoolset.Config{Transport: tr, RequireConfirmationProvider: u.confirmation(name)})
 	if err != nil {
 		return fmt.Errorf("MCP server %q: %w", name, err)
 	}

@@ -39,6 +39,7 @@ var layers = map[string]int{
 	"adkv1/plugin/codemode":              2,
 	"toolset/openapi":                    2,
 	"adkv1/toolset/openapi":              2,
+	"toolset/mcpcommand":                 4,
 	"adkv1/internal/fromv2":              2,
 	"internal/hooklink":                  3,
 	"adkv1/internal/hooklink":            3,

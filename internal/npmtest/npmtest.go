@@ -77,3 +77,17 @@ func install(dir, key, entry string) string {
 	}
 	return ""
 }
+
+// The MCP reference server ("everything") at the version the tests pin.
+const (
+	EverythingPackage = "@modelcontextprotocol/server-everything"
+	EverythingVersion = "2026.8.31"
+	EverythingEntry   = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
+
+// Everything returns the path of the MCP reference server's entry point,
+// to run with node and the argument stdio, installing it first if needed.
+func Everything(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(Package(tb, EverythingPackage, EverythingVersion, EverythingEntry), EverythingEntry)
+}

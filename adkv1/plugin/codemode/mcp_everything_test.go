@@ -17,24 +17,17 @@ import (
 	"github.com/adk-codemode/codemode/internal/npmtest"
 )
 
-// The MCP reference server from npm, at a pinned version, run over stdio.
-const (
-	everythingPackage = "@modelcontextprotocol/server-everything"
-	everythingVersion = "2026.8.31"
-	everythingMain    = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-)
-
-// everythingServer returns the path of the server's entry point,
-// installed under $CODEMODE_MCP_EVERYTHING_DIR, else the user's cache,
-// with npm first if needed (internal/npmtest); it skips the test when it
-// cannot, or fails it when CODEMODE_REQUIRE_ALL=1.
+// everythingServer returns the path of the MCP reference server's entry
+// point, installed under $CODEMODE_MCP_EVERYTHING_DIR, else the user's
+// cache, with npm first if needed (internal/npmtest); it skips the test
+// when it cannot, or fails it when CODEMODE_REQUIRE_ALL=1.
 func everythingServer(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("CODEMODE_MCP_EVERYTHING_DIR")
 	if dir == "" {
-		dir = npmtest.CacheDir("server-everything@" + everythingVersion)
+		return npmtest.Everything(t)
 	}
-	return filepath.Join(npmtest.PackageIn(t, dir, everythingPackage, everythingVersion, everythingMain), everythingMain)
+	return filepath.Join(npmtest.PackageIn(t, dir, npmtest.EverythingPackage, npmtest.EverythingVersion, npmtest.EverythingEntry), npmtest.EverythingEntry)
 }
 
 // TestMCPEverythingFromCode runs npm's MCP reference server over stdio

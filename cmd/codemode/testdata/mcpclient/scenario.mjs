@@ -133,8 +133,9 @@ await step("decline", "execute", { code: writeCode(approved + ".2") });
 out({ step: "elicited", text: String(elicited), isError: false });
 
 // An upstream killed mid-session: the filesystem server, a child of the
-// codemode process, found in /proc. The next call of its tools is a
-// ToolError, soon.
+// codemode process, found in /proc. The next call of its tools starts it
+// again (the toolset reconnects, which starts a fresh process) and is
+// answered.
 const serverPid = mode === "stdio" ? transport.pid : Number(process.env.CODEMODE_PID);
 const children = [];
 for (const d of readdirSync("/proc")) {
@@ -150,7 +151,7 @@ out({ step: "killed", text: String(children.length), isError: false });
 for (const pid of children) process.kill(pid, "SIGKILL");
 const killedAt = Date.now();
 await step("dead-upstream", "execute", {
-  code: `from tools.files import read_text_file\nfrom tools import ToolError\ntry:\n    read_text_file(path=${JSON.stringify(process.env.NOTES_PATH)})\nexcept ToolError as e:\n    print(type(e).__name__, e)\nprint('kept:', total)`,
+  code: `from tools.files import read_text_file\nfrom tools import ToolError\ntry:\n    print(read_text_file(path=${JSON.stringify(process.env.NOTES_PATH)}))\nexcept ToolError as e:\n    print(type(e).__name__, e)\nprint('kept:', total)`,
 });
 out({ step: "dead-upstream-ms", text: String(Date.now() - killedAt), isError: false });
 await step("after-dead", "execute", { code: "from tools.everything import get_sum\nprint(get_sum(a=1, b=1))" });
