@@ -254,7 +254,9 @@ func (x *Proxy) open(ctx context.Context, host string, port uint16) (net.Conn, n
 	// refused address is refused, whichever the client would have used.
 	for _, a := range addrs {
 		if why := x.rules.refused(a, e); why != "" {
-			return nil, netip.Addr{}, &refusal{http.StatusForbidden, fmt.Sprintf("%s resolves to %s, %s, which the egress policy refuses", host, a, why)}
+			a = a.Unmap()
+			return nil, netip.Addr{}, &refusal{http.StatusForbidden, fmt.Sprintf(
+				"%s resolves to %s, %s, which the egress policy refuses unless its AllowAddresses names it (codemode's --egress-allow-address %s)", host, a, why, a)}
 		}
 	}
 	if n := x.conns.Add(1); n > int64(x.p.MaxConnections) {

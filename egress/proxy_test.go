@@ -202,6 +202,7 @@ func TestRefusals(t *testing.T) {
 			fmt.Sprintf("api.test:%d", port),
 			fmt.Sprintf("internal.test:%d", port),
 			fmt.Sprintf("rebind.test:%d", port),
+			fmt.Sprintf("mapped.test:%d", port),
 		},
 		AllowAddresses: loopback,
 	}, map[string][]netip.Addr{
@@ -209,6 +210,7 @@ func TestRefusals(t *testing.T) {
 		"internal.test": {netip.MustParseAddr("10.1.2.3")}, // an allowed name that resolves to a refused address
 		"rebind.test":   {pa.Addr()},
 		"evil.test":     {pa.Addr()},
+		"mapped.test":   {netip.MustParseAddr("::ffff:10.1.2.4")}, // an IPv4 address in IPv6 form
 	})
 	e.res.after = map[string][]netip.Addr{"rebind.test": {netip.MustParseAddr("169.254.169.254")}}
 	c := e.client()
@@ -220,6 +222,8 @@ func TestRefusals(t *testing.T) {
 		{"not on the list", fmt.Sprintf("http://evil.test:%d/", port), 403, fmt.Sprintf("evil.test:%d is not on the egress allowlist", port)},
 		{"other port", fmt.Sprintf("http://api.test:%d/", port+1), 403, "is not on the egress allowlist"},
 		{"refused address", fmt.Sprintf("http://internal.test:%d/", port), 403, "internal.test resolves to 10.1.2.3, a private address"},
+		{"how to allow it", fmt.Sprintf("http://internal.test:%d/", port), 403, "unless its AllowAddresses names it (codemode's --egress-allow-address 10.1.2.3)"},
+		{"a mapped address, shown as IPv4", fmt.Sprintf("http://mapped.test:%d/", port), 403, "mapped.test resolves to 10.1.2.4, a private address"},
 		{"an address not named", fmt.Sprintf("http://127.0.0.1:%d/", port), 403, "is not on the egress allowlist"},
 		{"redirect to another host", fmt.Sprintf("http://api.test:%d/redirect", port), 403, "evil.test:80 is not on the egress allowlist"},
 	} {

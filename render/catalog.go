@@ -543,6 +543,11 @@ type DescriptionConfig struct {
 	ArtifactTools bool
 	// Timeout is the limit on one execute_code call; zero for none.
 	Timeout time.Duration
+	// ToolTimeout is the limit on one tool call from code; zero for none.
+	ToolTimeout time.Duration
+	// BlocksPerTurn is the most execute_code calls one turn may make; zero
+	// for no bound.
+	BlocksPerTurn int
 }
 
 type descriptionData struct {
@@ -550,13 +555,19 @@ type descriptionData struct {
 	DiscoveryModule string
 	ArtifactTools   bool
 	Timeout         string
+	ToolTimeout     string
+	BlocksPerTurn   int
 }
 
 // Description returns the description of the execute_code tool.
 func Description(cfg DescriptionConfig) string {
-	data := descriptionData{BlockAppended: cfg.BlockAppended, DiscoveryModule: cfg.DiscoveryModule, ArtifactTools: cfg.ArtifactTools}
+	data := descriptionData{BlockAppended: cfg.BlockAppended, DiscoveryModule: cfg.DiscoveryModule, ArtifactTools: cfg.ArtifactTools,
+		BlocksPerTurn: max(cfg.BlocksPerTurn, 0)}
 	if cfg.Timeout > 0 {
 		data.Timeout = strconv.FormatFloat(cfg.Timeout.Seconds(), 'f', -1, 64)
+	}
+	if cfg.ToolTimeout > 0 {
+		data.ToolTimeout = strconv.FormatFloat(cfg.ToolTimeout.Seconds(), 'f', -1, 64)
 	}
 	var buf bytes.Buffer
 	if err := descTmpl.Execute(&buf, data); err != nil {

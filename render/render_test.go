@@ -220,14 +220,15 @@ func TestBlockCached(t *testing.T) {
 }
 
 func TestDescriptionVariants(t *testing.T) {
-	appended := Description(DescriptionConfig{BlockAppended: true, ArtifactTools: true, Timeout: 60 * time.Second})
+	appended := Description(DescriptionConfig{BlockAppended: true, ArtifactTools: true, Timeout: 60 * time.Second, ToolTimeout: 20 * time.Second, BlocksPerTurn: 12})
 	plain := Description(DescriptionConfig{})
-	for _, want := range []string{"<code-mode>", "save_artifact", "60 seconds", "ToolError", "HTTPStatusError"} {
+	for _, want := range []string{"<code-mode>", "save_artifact", "60 seconds", "ToolError", "HTTPStatusError",
+		"variables and files are kept for the next call", "CodeTimeout", "20 seconds", "TimeoutError", "at most 12 calls"} {
 		if !strings.Contains(appended, want) {
 			t.Errorf("appended variant lacks %q:\n%s", want, appended)
 		}
 	}
-	for _, bad := range []string{"<code-mode>", "save_artifact", "seconds"} {
+	for _, bad := range []string{"<code-mode>", "save_artifact", "seconds", "at most"} {
 		if strings.Contains(plain, bad) {
 			t.Errorf("plain variant mentions %q:\n%s", bad, plain)
 		}

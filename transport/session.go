@@ -108,8 +108,10 @@ type Session interface {
 	// Environment is what the sandbox reported when it became ready.
 	Environment() Environment
 	// Exec runs one block and waits for its result. Calls are serialised.
-	// Cancelling ctx interrupts the block like a timeout does. A lost
-	// connection is a [*ConnectionError].
+	// Cancelling ctx interrupts the block like a timeout does: the code's
+	// CodeTimeout says "The host cancelled the code: " and the context's
+	// cause, or, for a cause that is a [StopReason], its StopMessage alone.
+	// A lost connection is a [*ConnectionError].
 	Exec(ctx context.Context, b Block) (*Result, error)
 	// ReadFile returns a regular file from the workspace, by the relative
 	// path listed in [Result.Files].
@@ -117,6 +119,15 @@ type Session interface {
 	// Close ends the sandbox and every process in it. It is safe to call
 	// more than once and from any goroutine.
 	Close() error
+}
+
+// StopReason is a cause of a block's context (see
+// [context.WithCancelCause]) that says in its own words why the host
+// stopped the code, such as "The code ran for longer than 30s and was
+// stopped.": [Session.Exec] gives the code that message as it is.
+type StopReason interface {
+	error
+	StopMessage() string
 }
 
 // Environment describes the sandbox's interpreter.

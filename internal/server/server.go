@@ -552,19 +552,30 @@ func (s *server) finish(d *wire.DoneFrame) error {
 	stdout, outDropped := s.w.stdout.take()
 	stderr, errDropped := s.w.stderr.take()
 	if b.stopping {
-		note := "codemode: " + strings.TrimSpace(b.note)
-		if killed > 0 {
-			note += fmt.Sprintf(" The %d processes it had started were killed.", killed)
-			if killed == 1 {
-				note = "codemode: " + strings.TrimSpace(b.note) + " The process it had started was killed."
-			}
-		}
-		stderr = appendNote(stderr, note+" Variables and files from this turn are kept.")
+		stderr = appendNote(stderr, stoppedNote(strings.TrimSpace(b.note), stderr, killed))
 	}
 	// Calls still pending belong to background threads; they stay open.
 	files := s.files.changed()
 	done := &wire.DoneFrame{ID: b.id, ExitCode: d.ExitCode, Stopped: b.stopping, Background: d.Background}
 	return s.host.WriteBatch(done, &wire.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
+}
+
+// stoppedNote is the note after the output of a block stopped in place
+// for why (the interrupt's message), which killed of the processes it had
+// started. The code's CodeTimeout carries why too: when its traceback
+// already shows it in stderr, the note does not say it again.
+func stoppedNote(why, stderr string, killed int) string {
+	note := "codemode: The code was stopped in place."
+	if why != "" && !strings.Contains(stderr, why) {
+		note = "codemode: " + why
+	}
+	switch {
+	case killed == 1:
+		note += " The process it had started was killed."
+	case killed > 1:
+		note += fmt.Sprintf(" The %d processes it had started were killed.", killed)
+	}
+	return note + " Its variables and files are kept for the next block."
 }
 
 func appendNote(s, note string) string {

@@ -279,7 +279,7 @@ func (c *Client) Exec(ctx context.Context, b transport.Block) (*transport.Result
 			return nil, &transport.ConnectionError{Stage: transport.Unknown, Err: c.endErr()}
 		case <-ctxDone:
 			ctxDone = nil
-			_ = c.conn.Write(&InterruptFrame{Block: id, Message: "The host cancelled the code: " + context.Cause(ctx).Error()})
+			_ = c.conn.Write(&InterruptFrame{Block: id, Message: stopMessage(context.Cause(ctx))})
 			t := time.NewTimer(2*grace + 10*time.Second)
 			defer t.Stop()
 			backstop = t.C
@@ -402,4 +402,14 @@ func (c *Client) closeConn() error {
 		}
 	}
 	return err
+}
+
+// stopMessage is what the code is told when the host stops it for cause:
+// a [transport.StopReason]'s own message, else that the host cancelled it.
+func stopMessage(cause error) string {
+	var r transport.StopReason
+	if errors.As(cause, &r) {
+		return r.StopMessage()
+	}
+	return "The host cancelled the code: " + cause.Error()
 }

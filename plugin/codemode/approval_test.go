@@ -699,3 +699,36 @@ print("done")
 		t.Errorf("results of %d calls in %d artifacts, want the 6 calls in 3 (one per execute_code call)", len(saved), parts)
 	}
 }
+
+// A timeout is said once, names the limit, and mentions approval only when
+// the block awaited one; the note says that the variables are kept,
+// without speaking of turns (the MCP server has none).
+func TestTimeoutMessage(t *testing.T) {
+	fx := &sideEffects{n: map[string]int{}}
+	code := map[string]string{
+		"sleep": "x = 1\nimport time\ntime.sleep(30)\n",
+		"rm":    "from tools import delete_file\ndelete_file(path='a')\nimport time\ntime.sleep(30)\n",
+	}
+	f := newApprovalFixture(t, fx, code, Config{Timeout: time.Second}, nil)
+	ctx := t.Context()
+	check := func(name, stderr string, approval bool) {
+		t.Helper()
+		if n := strings.Count(stderr, "ran for longer than 1s"); n != 1 {
+			t.Errorf("%s: the timeout said %d times in %q, want once", name, n, stderr)
+		}
+		if strings.Contains(stderr, "approval") != approval {
+			t.Errorf("%s: approval mentioned: %v, want %v: %q", name, !approval, approval, stderr)
+		}
+		if !strings.Contains(stderr, "variables and files are kept for the next block") || strings.Contains(stderr, "turn") {
+			t.Errorf("%s: the note %q should say the variables are kept, and not speak of turns", name, stderr)
+		}
+	}
+	out := lastOutput(t, f.turn(ctx, "s1", "sleep"))
+	stderr, _ := out["stderr"].(string)
+	check("no approval", stderr, false)
+
+	c := onlyConfirmation(t, f.turn(ctx, "s2", "rm"))
+	out = lastOutput(t, f.answer(ctx, "s2", c, true))
+	stderr, _ = out["stderr"].(string)
+	check("after an approval", stderr, true)
+}

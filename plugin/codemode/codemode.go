@@ -187,6 +187,8 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 				DiscoveryModule: discovery,
 				ArtifactTools:   art && !cfg.DisableArtifactTools,
 				Timeout:         cfg.Timeout,
+				ToolTimeout:     cfg.ToolTimeout,
+				BlocksPerTurn:   cfg.Budgets.blocksPerTurn(),
 			}),
 			ParametersJsonSchema: map[string]any{
 				"type": "object",

@@ -73,7 +73,7 @@ func TestInterruptKeepsVariables(t *testing.T) {
 		t.Fatalf("got %d results, want 2", len(out))
 	}
 	stderr, _ := out[0]["stderr"].(string)
-	for _, want := range []string{"cancelled the code: the client cancelled the call", "Variables and files from this turn are kept."} {
+	for _, want := range []string{"cancelled the code: the client cancelled the call", "Its variables and files are kept for the next block."} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the interrupted block's stderr lacks %q: %q", want, stderr)
 		}

@@ -247,11 +247,19 @@ func (f *flight) ask(ctx context.Context, req *approvalRequest) (*toolconfirmati
 // runClock bounds a block's run time, not counting the time it waits for
 // approval.
 type runClock struct {
-	mu    sync.Mutex
-	left  time.Duration
-	since time.Time
-	timer *time.Timer
-	fire  func()
+	mu     sync.Mutex
+	left   time.Duration
+	since  time.Time
+	timer  *time.Timer
+	fire   func()
+	paused bool // the code awaited approval (awaitApproval)
+}
+
+// awaited reports whether the code awaited approval while the clock ran.
+func (c *runClock) awaited() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused
 }
 
 func (c *runClock) start() {
@@ -282,6 +290,17 @@ func (c *runClock) stop() {
 	c.timer = nil
 }
 
+// awaitApproval stops the clock while the code awaits a person's answer.
+func (c *runClock) awaitApproval() {
+	if c == nil {
+		return
+	}
+	c.stop()
+	c.mu.Lock()
+	c.paused = true
+	c.mu.Unlock()
+}
+
 // launch starts code on the turn's sandbox, on a goroutine of its own. The
 // block's run time is bounded on the host, so that the time it waits for
 // approval does not count; a cancelled ctx interrupts it while a call
@@ -291,9 +310,15 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.I
 	fctx, cancel := context.WithCancelCause(bctx)
 	f := &flight{code: code, ctx: fctx, cancel: cancel, changed: make(chan struct{}), obs: blk}
 	if limit := e.cfg.Timeout; limit > 0 {
-		f.clock = &runClock{left: limit, fire: func() {
-			cancel(&codeTimeout{fmt.Sprintf("the code ran for longer than %s and was stopped (time awaiting approval does not count)", seconds(limit))})
-		}}
+		clock := &runClock{left: limit}
+		clock.fire = func() {
+			msg := fmt.Sprintf("The code ran for longer than %s and was stopped.", seconds(limit))
+			if clock.awaited() {
+				msg = fmt.Sprintf("The code ran for longer than %s and was stopped (the time it awaited approval does not count).", seconds(limit))
+			}
+			cancel(&codeTimeout{msg})
+		}
+		f.clock = clock
 	}
 	tn.setFlight(f)
 	go func() {
@@ -352,7 +377,7 @@ func (e *engine) follow(ctx context.Context, f *flight) *approvalRequest {
 			req := f.queue[0]
 			f.queue = f.queue[1:]
 			f.asked, f.paused = req, true
-			f.clock.stop()
+			f.clock.awaitApproval()
 			return req
 		}
 		ch := f.changed

@@ -12,10 +12,12 @@ import (
 	"github.com/adk-codemode/codemode/transport"
 )
 
-// codeTimeout is the cause of a block's context when its run time ran out.
+// codeTimeout is the cause of a block's context when its run time ran out:
+// a [transport.StopReason], whose message the code is given as it is.
 type codeTimeout struct{ msg string }
 
-func (e *codeTimeout) Error() string { return e.msg }
+func (e *codeTimeout) Error() string       { return e.msg }
+func (e *codeTimeout) StopMessage() string { return e.msg }
 
 // exceptionLine is the last line of a Python traceback: the exception's
 // type, perhaps dotted, then its message.
