@@ -162,8 +162,18 @@ func returnLines(d *describer, resp *schema.Document, key string) []string {
 		// that many levels above fields' own limit).
 		budget := d.budget
 		d.budget = min(budget, maxReturnLines)
-		out := d.fields(nil, root, indent, maxNesting-maxReturnNesting, nil)
+		// A list's item fields come under a line that says so: they are
+		// the fields of each item, not of the list.
+		node, depth, lead := root, maxNesting-maxReturnNesting, ""
+		if items, ok := root.Sub("items"); ok && !root.Has("properties") {
+			node, depth, lead = items, depth+1, spaces(indent)+"each item:"
+			indent += 4
+		}
+		out := d.fields(nil, node, indent, depth, nil)
 		d.budget = budget - (min(budget, maxReturnLines) - d.budget)
+		if lead != "" && len(out) > 0 {
+			out = append([]string{lead}, out...)
+		}
 		return out
 	}
 	if key == "" && head == "" && rules == "" && len(rest) == 0 {

@@ -183,8 +183,8 @@ func TestGoldenBlocks(t *testing.T) {
 		artifacts bool
 		reason    string
 	}{
-		{"mixed_artifacts", true, "A mixed agent with an artifact service: the artifact tools in the tools package, the two parameters every tool gets described once in the how-to-use text, the execute_code description naming save_artifact. The OpenAPI operations show the body their success response declares as their return (list_pets a list, show_pet_by_id and create_pet a dict), or Any when it declares none."},
-		{"mixed_no_artifacts", false, "The same agent without an artifact service: nothing about artifacts anywhere, and the description says files last for the turn. The OpenAPI operations show the body their success response declares as their return (list_pets a list, show_pet_by_id and create_pet a dict), or Any when it declares none."},
+		{"mixed_artifacts", true, "A mixed agent with an artifact service: the artifact tools in the tools package, the two parameters every tool gets described once in the how-to-use text, the execute_code description naming save_artifact. The OpenAPI operations show the body their success response declares as their return (list_pets a list, show_pet_by_id and create_pet a dict), or Any when it declares none, a list's item fields under an \"each item:\" line. The execute_code description says what a timeout does to the code's state and names the block budget."},
+		{"mixed_no_artifacts", false, "The same agent without an artifact service: nothing about artifacts anywhere, and the description says files last for the turn. The OpenAPI operations show the body their success response declares as their return (list_pets a list, show_pet_by_id and create_pet a dict), or Any when it declares none, a list's item fields under an \"each item:\" line. The execute_code description says what a timeout does to the code's state and names the block budget."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tools, sets, names := mixedToolsets(t)
