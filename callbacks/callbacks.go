@@ -13,8 +13,10 @@ import (
 // agent is done.
 type Set struct {
 	// BeforeModel is the before-model callback: it returns (nil, nil), so
-	// the model call always proceeds, unless the agent's tools cannot be
-	// resolved; then the error skips the model call.
+	// the model call proceeds, unless the agent's tools cannot be
+	// resolved (then the error skips the model call) or the plugin
+	// answers the request itself, as the plugin's hook does (a paused
+	// block's continuation, a turn whose budgets are spent).
 	BeforeModel llmagent.BeforeModelCallback
 	// AfterAgent is the after-agent callback that ends the turn: it
 	// returns (nil, nil) and never replaces the agent's output.

@@ -208,15 +208,21 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 // execute_code to the request, both its declaration and the tool the flow
 // runs when the model calls it. It returns (nil, nil) so the model call
 // always proceeds, unless the tools cannot be resolved: then it returns the
-// error and the model call is skipped. The one other exception: in an
-// invocation that resumed code which then paused at a second request for
-// approval, it answers the next request itself with the execute_code call
-// that makes that request (see [Config.ApprovalTimeout]).
+// error and the model call is skipped. It answers a request itself in two
+// other cases: in an invocation that resumed code which then paused at a
+// second request for approval, with the execute_code call that makes that
+// request (see [Config.ApprovalTimeout]); and when the turn's budgets
+// allow no more model calls ([Budgets.BlocksPerTurn],
+// [Budgets.ModelCallsPerTurn]), with a text that says so, which ends the
+// invocation.
 func (h *hookSet) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
 	if err := h.e.prepare(ctx, req); err != nil {
 		return nil, err
 	}
-	return h.e.continuation(ctx.InvocationID()), nil
+	if r := h.e.continuation(ctx.InvocationID()); r != nil {
+		return r, nil
+	}
+	return h.e.budgetAnswer(ctx.InvocationID()), nil
 }
 
 // AfterAgent ends the turn when the agent it is attached to finishes: the

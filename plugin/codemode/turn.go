@@ -32,18 +32,30 @@ type turn struct {
 	lastUsed time.Time
 	released bool
 	blocks   int // execute_code calls that ran code
+	refused  int // execute_code calls refused by Budgets.BlocksPerTurn
+	models   int // model calls of the invocation (Budgets.ModelCallsPerTurn)
 }
 
 // countBlock counts one more block of the turn, unless limit are counted
-// already, and says whether it did.
+// already, and says whether it did; a call it refuses is counted as such.
 func (t *turn) countBlock(limit int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.blocks >= limit {
+		t.refused++
 		return false
 	}
 	t.blocks++
 	return true
+}
+
+// modelCall counts a model call of the turn and returns how many there
+// have been, and how many execute_code calls the block budget refused.
+func (t *turn) modelCall() (models, refused int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.models++
+	return t.models, t.refused
 }
 
 func (t *turn) current() *execCall {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/adk/model"
+	"google.golang.org/genai"
+
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -47,8 +50,17 @@ type Budgets struct {
 	// the session's whole life.
 	EgressBytes int64
 	// BlocksPerTurn is the most execute_code calls one invocation may
-	// make; past it, execute_code runs no code and tells the model so.
+	// make; past it, execute_code runs no code and tells the model to
+	// answer with what it has. The model is asked once more; if it asks
+	// for code again, the plugin answers that model call itself and the
+	// invocation ends, so a model that keeps asking for code is called at
+	// most BlocksPerTurn+2 times.
 	BlocksPerTurn int
+	// ModelCallsPerTurn, if positive, is the most model calls one
+	// invocation may make: the call past it is answered by the plugin
+	// itself, which ends the invocation. Zero means no bound (ADK Go has
+	// none outside live mode).
+	ModelCallsPerTurn int
 }
 
 // blocksPerTurn is the bound on execute_code calls per invocation, or 0.
@@ -200,4 +212,29 @@ func (f *flight) budgetNote(b Budgets) string {
 			thousands(int(b.EgressBytes)), thousands(int(s.egressBytes))))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// budgetAnswer is the plugin's own answer to a model call the turn's
+// budgets do not allow, which ends the invocation, or nil: the call past
+// Budgets.ModelCallsPerTurn, and one made after the model was refused code
+// by Budgets.BlocksPerTurn and asked for it again.
+func (e *engine) budgetAnswer(invocation string) *model.LLMResponse {
+	t, err := e.turnFor(invocation)
+	if err != nil {
+		return nil
+	}
+	models, refused := t.modelCall()
+	var text string
+	switch limit := e.cfg.Budgets.ModelCallsPerTurn; {
+	case limit > 0 && models > limit:
+		text = fmt.Sprintf("I stopped here: this turn reached its budget of %d model calls (Budgets.ModelCallsPerTurn).", limit)
+	case refused >= 2:
+		text = fmt.Sprintf("I stopped here: this turn used its budget of %d code blocks (Budgets.BlocksPerTurn), and the model asked for more code after it was told so.", e.cfg.Budgets.blocksPerTurn())
+	default:
+		return nil
+	}
+	return &model.LLMResponse{
+		Content:      &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: text}}},
+		TurnComplete: true,
+	}
 }

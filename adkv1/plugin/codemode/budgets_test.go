@@ -3,11 +3,15 @@
 package codemode
 
 import (
+	"context"
+	"iter"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"google.golang.org/adk/agent"
+	"google.golang.org/adk/model"
+	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 )
@@ -110,5 +114,71 @@ func TestBlocksPerTurn(t *testing.T) {
 	wantClean(t, outputs(f.turn(t.Context(), "s1", "again"))[0])
 	if ran.Load() != 3 {
 		t.Errorf("count ran %d times after the next turn, want 3", ran.Load())
+	}
+}
+
+// codeForever is a model that answers every request with execute_code,
+// and counts the requests.
+type codeForever struct{ calls atomic.Int64 }
+
+func (m *codeForever) Name() string { return "code-forever" }
+
+func (m *codeForever) GenerateContent(context.Context, *model.LLMRequest, bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		m.calls.Add(1)
+		yield(&model.LLMResponse{Content: run("from tools import count\ncount()")(nil), TurnComplete: true}, nil)
+	}
+}
+
+// lastText is the text of the invocation's last event with text.
+func lastText(evs []*session.Event) string {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if c := evs[i].Content; c != nil {
+			for _, p := range c.Parts {
+				if p.Text != "" {
+					return p.Text
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// TestBudgetsBoundTheModel: a model that keeps asking for code is called
+// at most BlocksPerTurn+2 times (the refusal is answered once more, then
+// the plugin answers itself and the invocation ends), and at most
+// ModelCallsPerTurn times when that is set; the next turn starts afresh.
+func TestBudgetsBoundTheModel(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		budgets Budgets
+		calls   int64 // model calls of one turn
+		blocks  int64 // blocks that ran
+		answer  string
+	}{
+		{"blocks", Budgets{BlocksPerTurn: 3}, 5, 3, "budget of 3 code blocks (Budgets.BlocksPerTurn)"},
+		{"model calls", Budgets{ModelCallsPerTurn: 4}, 4, 4, "budget of 4 model calls (Budgets.ModelCallsPerTurn)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ran atomic.Int64
+			m := &codeForever{}
+			f := newFixture(t, nil, fixtureConfig{cfg: Config{Tools: budgetTools(t, &ran), Budgets: tc.budgets}, model: m})
+			evs := f.turn(t.Context(), "s1", "go")
+			if got := m.calls.Load(); got != tc.calls {
+				t.Errorf("the model was called %d times, want %d", got, tc.calls)
+			}
+			if ran.Load() != tc.blocks {
+				t.Errorf("%d blocks ran, want %d", ran.Load(), tc.blocks)
+			}
+			if got := lastText(evs); !strings.Contains(got, tc.answer) {
+				t.Errorf("the turn ended with %q, want the plugin's answer naming %q", got, tc.answer)
+			}
+			// The next turn has budgets of its own.
+			m.calls.Store(0)
+			f.turn(t.Context(), "s1", "again")
+			if got := m.calls.Load(); got != tc.calls {
+				t.Errorf("the next turn called the model %d times, want %d", got, tc.calls)
+			}
+		})
 	}
 }
