@@ -167,6 +167,10 @@ type Result struct {
 	// Reset: the block did not stop within the grace period; the worker
 	// was killed and restarted and the session's variables are gone.
 	Reset bool
+	// OutOfMemory: the worker was killed because the sandbox ran out of
+	// memory (its memory limit's OOM killer), on a backend that can tell;
+	// Reset is true too, and the note on Stderr says so.
+	OutOfMemory bool
 	// Background: threads or processes the block started still run.
 	Background bool
 	// Files lists the regular files the block created or changed in the

@@ -336,3 +336,8 @@ func (p jailProcess) Wait() error {
 }
 
 func (p jailProcess) Kill() error { return p.cmd.Kill() }
+
+// MemoryKills reads the jail's memory cgroup: how many processes its limit
+// has killed, and the limit (launch.MemoryReporter). Without a memory
+// cgroup (rootless without delegation) it cannot tell.
+func (p jailProcess) MemoryKills() (kills int, limit int64, ok bool) { return p.cmd.memoryKills() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )
@@ -154,5 +155,51 @@ print(os.getpid() != 1, len(os.listdir("/proc/self/fd")))
 	// processes: 100 less the 16 kept for the server.
 	if want := "1536 256 84\nTrue 8\n"; r.Stdout != want {
 		t.Errorf("stdout %q, want %q (stderr %q)", r.Stdout, want, r.Stderr)
+	}
+}
+
+// TestMemoryKillIsNamed: a worker killed by the session's memory cgroup is
+// reported as such, to the host (Result.OutOfMemory) and in the note the
+// model reads, with the limit; the session goes on with a fresh worker.
+func TestMemoryKillIsNamed(t *testing.T) {
+	for _, cold := range []bool{false, true} {
+		name := "forked"
+		if cold {
+			name = "cold"
+		}
+		t.Run(name, func(t *testing.T) {
+			be := &jail.Backend{Config: jail.Config{MemoryBytes: 128 << 20, AddressSpaceBytes: 4 << 30}, Cold: cold}
+			t.Cleanup(func() { _ = be.Close() })
+			s, err := be.Open(t.Context(), transport.SessionConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if !s.(*jail.Session).Enforced().CgroupMemory {
+				hostcap.Missing(t, hostcap.Cgroup, "the session has no memory cgroup to tell a memory kill by")
+			}
+			r, err := s.Exec(t.Context(), transport.Block{Code: "kept = 1\nx = b'x' * (1 << 30)\nprint(len(x))", Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Reset || !r.OutOfMemory || r.ExitCode != 137 {
+				t.Fatalf("reset %v, out of memory %v, exit %d; stderr %q", r.Reset, r.OutOfMemory, r.ExitCode, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, "the sandbox ran out of memory (its limit is 128 MiB)") || !strings.Contains(r.Stderr, "variables from earlier blocks are gone") {
+				t.Errorf("stderr %q does not name the memory limit", r.Stderr)
+			}
+			// A worker killed otherwise is not taken for a memory kill.
+			r, err = s.Exec(t.Context(), transport.Block{Code: "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Reset || r.OutOfMemory || strings.Contains(r.Stderr, "memory") {
+				t.Errorf("a SIGKILL taken for a memory kill: out of memory %v, stderr %q", r.OutOfMemory, r.Stderr)
+			}
+			r, err = s.Exec(t.Context(), transport.Block{Code: "print('alive')", Timeout: time.Minute})
+			if err != nil || r.Stdout != "alive\n" {
+				t.Errorf("after the memory kill: %v %+v", err, r)
+			}
+		})
 	}
 }

@@ -266,6 +266,16 @@ func (cs *cgroupSet) limitsHit() (oomKills, pidsHit int) {
 	return oomKills, pidsHit
 }
 
+// memoryKills is what the memory cgroup's limit has killed so far, and the
+// limit; ok is false without a memory cgroup.
+func (cs *cgroupSet) memoryKills() (kills int, limit int64, ok bool) {
+	if cs.mem == nil {
+		return 0, 0, false
+	}
+	kills, _ = cs.limitsHit()
+	return kills, cs.memBytes, true
+}
+
 // remove deletes every cgroup of the set. The jail must be dead.
 func (cs *cgroupSet) remove() error {
 	var first error

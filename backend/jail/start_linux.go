@@ -426,6 +426,15 @@ func (c *Cmd) Usage() Usage {
 	return c.usage
 }
 
+// memoryKills reads, while the jail runs, what its memory cgroup's limit
+// has killed and the limit.
+func (c *Cmd) memoryKills() (kills int, limit int64, ok bool) {
+	if c.cg == nil {
+		return 0, 0, false
+	}
+	return c.cg.memoryKills()
+}
+
 // cleanupErr is the failure to remove the jail's cgroups, once Wait has
 // returned.
 func (c *Cmd) cleanupErr() error {

@@ -35,6 +35,8 @@ func (c *Cmd) Kill() error { return unsupported() }
 // Pid returns 0.
 func (c *Cmd) Pid() int { return 0 }
 
+func (c *Cmd) memoryKills() (int, int64, bool) { return 0, 0, false }
+
 // Enforced returns the zero Enforcement: nothing is enforced.
 func (c *Cmd) Enforced() Enforcement { return Enforcement{} }
 

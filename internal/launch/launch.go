@@ -37,7 +37,7 @@ func Launch(ctx context.Context, starter Starter, cfg server.Config, scfg transp
 	if err != nil {
 		return nil, err
 	}
-	client, err := server.Attach(ctx, l.host, cfg, scfg, wire.ClientOptions{OnClose: l.stop})
+	client, err := server.Attach(ctx, l.host, cfg, scfg, wire.ClientOptions{OnClose: l.stop}, l.mem)
 	if err != nil {
 		return nil, l.explain(err)
 	}
@@ -59,7 +59,7 @@ func ServeLaunched(ctx context.Context, conn *wire.Conn, starter Starter, cfg se
 		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
 		return err
 	}
-	err = server.ServeAttached(ctx, conn, l.host, cfg)
+	err = server.ServeAttached(ctx, conn, l.host, cfg, l.mem)
 	return errors.Join(l.explain(err), l.stop())
 }
 
@@ -68,6 +68,7 @@ type launched struct {
 	host   *os.File // the host's end of the supervisor's socket
 	stderr *tailbuf.Buffer
 	stop   func() error // waits for the process (killing it after stopWait) and releases it
+	mem    server.MemoryCounter
 }
 
 // launchSupervisor probes cfg.Python, applies the probe to cfg, and starts
@@ -108,7 +109,11 @@ func launchSupervisor(ctx context.Context, starter Starter, cfg *server.Config) 
 		})
 		return stopErr
 	}
-	return &launched{host: hostEnd, stderr: stderr, stop: stop}, nil
+	l := &launched{host: hostEnd, stderr: stderr, stop: stop}
+	if m, ok := proc.(MemoryReporter); ok {
+		l.mem = m.MemoryKills
+	}
+	return l, nil
 }
 
 // explain adds to a failed session's error the last lines the supervisor

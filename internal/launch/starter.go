@@ -32,6 +32,15 @@ type Command struct {
 	Stderr io.Writer // where the process's standard error goes
 }
 
+// MemoryReporter is a [Process] whose sandbox has a memory limit it can
+// read back: MemoryKills says how many processes the limit has killed so
+// far and the limit in bytes (0 if unknown), ok false when it cannot
+// tell. A session over such a process tells the model when its worker was
+// killed for memory (see server.MemoryCounter).
+type MemoryReporter interface {
+	MemoryKills() (kills int, limit int64, ok bool)
+}
+
 // Process is a started supervisor's process.
 type Process interface {
 	// Wait waits for the process to exit, then releases what it held (a

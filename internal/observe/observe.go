@@ -153,12 +153,13 @@ func cut(s string, n int) string {
 // Outcomes of a block.
 const (
 	OK          = "ok"
-	Error       = "error"       // the code raised, or exited non-zero
-	Timeout     = "timeout"     // stopped in place at its time limit
-	Killed      = "killed"      // did not stop in time; the worker was restarted
-	Interrupted = "interrupted" // the execute_code call ended before the block
-	Lost        = "lost"        // the connection to the sandbox was lost
-	Failed      = "failed"      // the sandbox could not start or the host failed
+	Error       = "error"         // the code raised, or exited non-zero
+	Timeout     = "timeout"       // stopped in place at its time limit
+	Killed      = "killed"        // did not stop in time; the worker was restarted
+	OutOfMemory = "out_of_memory" // killed by the sandbox's memory limit; the worker was restarted
+	Interrupted = "interrupted"   // the execute_code call ended before the block
+	Lost        = "lost"          // the connection to the sandbox was lost
+	Failed      = "failed"        // the sandbox could not start or the host failed
 )
 
 // BlockEnd is how a block ended.

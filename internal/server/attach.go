@@ -31,8 +31,9 @@ import (
 // the workspace's files.
 // cfg must be the supervisor's config (its limits on output and files
 // apply here). The returned client owns sup; opts.OnClose runs after the
-// supervisor's processes are gone.
-func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts wire.ClientOptions) (*wire.Client, error) {
+// supervisor's processes are gone. mem, if not nil, tells a worker killed
+// by the sandbox's memory limit from one killed otherwise.
+func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts wire.ClientOptions, mem MemoryCounter) (*wire.Client, error) {
 	fail := func(err error) (*wire.Client, error) {
 		if opts.OnClose != nil {
 			err = errors.Join(err, opts.OnClose())
@@ -49,6 +50,7 @@ func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.Sessio
 	}
 	p := newRemoteProcs(c)
 	p.maxFiles = cfg.MaxFiles
+	p.mem = mem
 	p.inotifyAfter = opts.OnClose != nil
 	// The steps of the start, as events of ctx's span (the plugin's
 	// codemode.sandbox.start), if it records.
@@ -145,6 +147,7 @@ type remoteProcs struct {
 	watching     bool
 	spawned      bool         // the first worker, which comes unasked, was taken
 	step         func(string) // marks a step of the start; nil for none
+	mem          MemoryCounter // the sandbox's memory cgroup, from its launcher; nil for none
 	readied      bool         // the first worker's ready frame was marked
 }
 
@@ -398,6 +401,8 @@ func (p *remoteProcs) killAll(w *worker) {
 }
 
 func (p *remoteProcs) files() fileTracker { return p }
+
+func (p *remoteProcs) memory() MemoryCounter { return p.mem }
 
 // workerReady marks the first worker's ready frame as a step of the
 // start. It runs on the serve loop, as spawn does.

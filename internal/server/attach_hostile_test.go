@@ -109,7 +109,7 @@ func attachFake(t *testing.T, prep func(host *os.File), handle func(c *superviso
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := Attach(ctx, hostEnd, Config{Python: testPython, Workdir: t.TempDir()}, transport.SessionConfig{}, wire.ClientOptions{})
+	s, err := Attach(ctx, hostEnd, Config{Python: testPython, Workdir: t.TempDir()}, transport.SessionConfig{}, wire.ClientOptions{}, nil)
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}

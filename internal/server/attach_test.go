@@ -112,7 +112,7 @@ func attachSession(t *testing.T, tools transport.ToolHandler) (*wire.Client, *su
 	hostEnd, sp := startSupervisor(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{Tools: tools}, wire.ClientOptions{OnClose: sp.wait})
+	s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{Tools: tools}, wire.ClientOptions{OnClose: sp.wait}, nil)
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}
@@ -614,7 +614,7 @@ func attachHostile(t *testing.T, behave func(t *testing.T, c *fakeSup)) error {
 		cfg := Config{Python: testPython, Workdir: t.TempDir()}
 		s, err := Attach(context.Background(), hostEnd, cfg, transport.SessionConfig{}, wire.ClientOptions{
 			OnClose: func() error { close(closed); return nil },
-		})
+		}, nil)
 		done <- result{s, err}
 	}()
 	var r result
@@ -761,7 +761,7 @@ func TestAttachSupervisorNeverAnswers(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		cfg := Config{Python: testPython, Workdir: t.TempDir()}
-		s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{}, wire.ClientOptions{})
+		s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{}, wire.ClientOptions{}, nil)
 		if s != nil {
 			s.Close()
 			err = errors.New("Attach succeeded")
@@ -855,7 +855,7 @@ func attachTampered(t *testing.T, cfg Config, tamper func(m supervisor.Msg, file
 	hostEnd := tamperRelay(t, supEnd, tamper)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{}, wire.ClientOptions{OnClose: sp.wait})
+	s, err := Attach(ctx, hostEnd, cfg, transport.SessionConfig{}, wire.ClientOptions{OnClose: sp.wait}, nil)
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}

@@ -23,3 +23,8 @@ type Config = supervisor.Config
 // maxOutputBytes is the default and largest bound on what is kept of each
 // output stream per block.
 const maxOutputBytes = supervisor.MaxOutputBytes
+
+// MemoryCounter reports how many processes the sandbox's memory limit has
+// killed so far (the kernel's OOM killer in its memory cgroup) and the
+// limit in bytes (0 if unknown). ok is false when it cannot tell.
+type MemoryCounter func() (kills int, limit int64, ok bool)

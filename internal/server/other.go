@@ -18,12 +18,12 @@ var ErrNotLinux = errors.New("sandboxserver: the sandbox server runs on Linux on
 func Serve(ctx context.Context, conn *wire.Conn, cfg Config) error { return ErrNotLinux }
 
 // Attach fails: local sessions need Linux.
-func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts wire.ClientOptions) (*wire.Client, error) {
+func Attach(ctx context.Context, sup *os.File, cfg Config, scfg transport.SessionConfig, opts wire.ClientOptions, mem MemoryCounter) (*wire.Client, error) {
 	return nil, ErrNotLinux
 }
 
 // ServeAttached fails: local sessions need Linux.
-func ServeAttached(ctx context.Context, conn *wire.Conn, sup *os.File, cfg Config) error {
+func ServeAttached(ctx context.Context, conn *wire.Conn, sup *os.File, cfg Config, mem MemoryCounter) error {
 	return ErrNotLinux
 }
 

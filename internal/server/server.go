@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/adk-codemode/codemode/internal/clip"
@@ -46,6 +47,9 @@ type server struct {
 	cur   *block
 	// dropped counts frames for a block that was not running.
 	dropped int
+	// resetOOM: the reset under way is of a worker the memory limit
+	// killed.
+	resetOOM bool
 }
 
 // pendingCall is a tool call in flight.
@@ -427,6 +431,8 @@ func (s *server) onTimer() error {
 func (s *server) reset(note string, exitCode int) error {
 	b := s.cur
 	old := s.w
+	oom := s.resetOOM
+	s.resetOOM = false
 	// Nothing waits for the old worker's calls any more: cancel them, so
 	// that they neither run on nor hold the slots the next worker needs.
 	s.mu.Lock()
@@ -455,7 +461,7 @@ func (s *server) reset(note string, exitCode int) error {
 	stderr = appendNote(stderr, note)
 	files := s.files.changed()
 	return s.host.WriteBatch(
-		&wire.DoneFrame{ID: b.id, ExitCode: exitCode, Reset: true},
+		&wire.DoneFrame{ID: b.id, ExitCode: exitCode, Reset: true, OOM: oom},
 		&wire.OutputFrame{ID: b.id, Stdout: stdout, Stderr: stderr, StdoutDropped: outDropped, StderrDropped: errDropped, Files: files})
 }
 
@@ -474,7 +480,38 @@ func (s *server) stopTimers() {
 func (s *server) onWorkerExit() error {
 	st := s.w.status
 	note := fmt.Sprintf("codemode: the Python process ended (%s), so a new one was started; variables from earlier blocks are gone.", describeStatus(st))
+	if limit, ok := s.killedByMemory(st); ok {
+		note = "codemode: the Python process was killed because the sandbox ran out of memory" + limitText(limit) +
+			", so a new one was started; variables from earlier blocks are gone. Use less memory: process the data in parts, or keep less of it at once."
+		s.resetOOM = true
+	}
 	return s.resetIdle(note, exitCodeOf(st))
+}
+
+// killedByMemory says whether the worker, which ended with st, was killed
+// by the sandbox's memory limit: killed by SIGKILL while the limit's kill
+// count went up since the worker started. It returns the limit.
+func (s *server) killedByMemory(st syscall.WaitStatus) (limit int64, ok bool) {
+	count := s.procs.memory()
+	if count == nil || !st.Signaled() || st.Signal() != syscall.SIGKILL {
+		return 0, false
+	}
+	kills, limit, ok := count()
+	if !ok || kills <= s.w.memKills {
+		return 0, false
+	}
+	return limit, true
+}
+
+// limitText is " (its limit is 512 MiB)", or "" for an unknown limit.
+func limitText(limit int64) string {
+	if limit <= 0 {
+		return ""
+	}
+	if limit%(1<<20) == 0 {
+		return fmt.Sprintf(" (its limit is %d MiB)", limit>>20)
+	}
+	return fmt.Sprintf(" (its limit is %d bytes)", limit)
 }
 
 // resetIdle resets the worker; between blocks, where no block's output

@@ -27,15 +27,16 @@ func SocketPair() (host, sandbox *os.File, err error) {
 // ServeAttached serves a session over conn as [Serve] does, but with the
 // worker under the supervisor at the other end of sup, as a local backend
 // has it: the server runs in this process and talks to the worker
-// directly. cfg must have its defaults set. It returns when the session
-// ends; a cancelled ctx ends it too.
-func ServeAttached(ctx context.Context, conn *wire.Conn, sup *os.File, cfg Config) error {
+// directly. cfg must have its defaults set; mem is as [Attach]'s. It
+// returns when the session ends; a cancelled ctx ends it too.
+func ServeAttached(ctx context.Context, conn *wire.Conn, sup *os.File, cfg Config, mem MemoryCounter) error {
 	c, err := supervisor.NewConn(sup, supervisor.SupervisorOps)
 	if err != nil {
 		return err
 	}
 	p := newRemoteProcs(c)
 	p.maxFiles = cfg.MaxFiles
+	p.mem = mem
 	served := make(chan error, 1)
 	go func() {
 		err := serve(ctx, conn, &cfg, p, nil)

@@ -33,6 +33,7 @@ type worker struct {
 	quit     chan struct{} // closed when the worker is discarded
 	killOnce sync.Once
 	ready    *wire.ReadyFrame
+	memKills int // what the memory limit had killed when it became ready
 	// readySeen: the frame reader has read the ready frame. Tool calls
 	// before it are refused.
 	readySeen atomic.Bool
@@ -80,6 +81,9 @@ type procs interface {
 	killAll(w *worker)
 	// files is the workspace tracker.
 	files() fileTracker
+	// memory counts what the sandbox's memory limit killed; nil when the
+	// sandbox cannot tell.
+	memory() MemoryCounter
 	// close releases what the procs hold; the worker must be dead.
 	close()
 }
@@ -127,6 +131,11 @@ func (s *server) startWorker() (*worker, error) {
 			err = wf.err
 		} else if r, ok := wf.f.(*wire.ReadyFrame); ok {
 			w.ready = r
+			// What the memory limit had killed before this worker, which
+			// its own death is told from.
+			if count := s.procs.memory(); count != nil {
+				w.memKills, _, _ = count()
+			}
 			if n, ok := s.procs.(interface{ workerReady() }); ok {
 				n.workerReady()
 			}
@@ -151,12 +160,17 @@ func (s *server) startWorker() (*worker, error) {
 // localProcs runs the worker as a child of this process (see
 // [supervisor.Procs]): the processes of [Serve].
 type localProcs struct {
-	p *supervisor.Procs
+	p   *supervisor.Procs
+	mem MemoryCounter // this process's own memory cgroup, or nil
 }
 
-func newLocalProcs(cfg *Config) *localProcs { return &localProcs{supervisor.NewProcs(cfg)} }
+func newLocalProcs(cfg *Config) *localProcs {
+	return &localProcs{p: supervisor.NewProcs(cfg), mem: ownMemory()}
+}
 
 func (p *localProcs) files() fileTracker { return localFiles{p.p.Files()} }
+
+func (p *localProcs) memory() MemoryCounter { return p.mem }
 
 func (p *localProcs) close() { p.p.Close() }
 

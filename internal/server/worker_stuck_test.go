@@ -36,7 +36,7 @@ func openSession(t *testing.T, mode string, cfg Config, scfg transport.SessionCo
 	switch mode {
 	case "attach":
 		hostEnd, sp := startSupervisor(t, cfg)
-		s, err = Attach(ctx, hostEnd, cfg, scfg, wire.ClientOptions{OnClose: sp.wait})
+		s, err = Attach(ctx, hostEnd, cfg, scfg, wire.ClientOptions{OnClose: sp.wait}, nil)
 	case "serve":
 		host, sb, perr := SocketPair()
 		if perr != nil {
@@ -90,7 +90,7 @@ func fakePython(t *testing.T, dir string) string {
 	script := `#!/bin/sh
 log="` + dir + `/$$.log"
 : > "$log"
-printf '%s\n' '{"kind":"tool_call","id":"early","block":"b1","name":"secret","args":{}}' '{"kind":"ready","protocol_version":2}' >&4
+printf '%s\n' '{"kind":"tool_call","id":"early","block":"b1","name":"secret","args":{}}' '{"kind":"ready","protocol_version":3}' >&4
 while IFS= read -r line <&3; do
 	printf '%s\n' "$line" >> "$log"
 	case $line in

@@ -312,6 +312,7 @@ func (c *Client) Exec(ctx context.Context, b transport.Block) (*transport.Result
 		StderrDropped: out.StderrDropped,
 		Stopped:       done.Stopped,
 		Reset:         done.Reset,
+		OutOfMemory:   done.OOM,
 		Background:    done.Background,
 		Files:         files(out.Files),
 		Duration:      time.Since(start),

@@ -16,7 +16,7 @@ import (
 // ProtocolVersion is the version of the frame protocol this package speaks.
 // The sandbox sends its own version in the ready frame; the host refuses any
 // other with a [*transport.VersionError].
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // Frame kinds.
 const (
@@ -116,6 +116,9 @@ type DoneFrame struct {
 	// and every process it started were killed and a fresh worker started;
 	// variables are gone.
 	Reset bool `json:"reset,omitempty"`
+	// OOM: the worker was killed by the sandbox's memory limit (with
+	// Reset).
+	OOM bool `json:"oom,omitempty"`
 	// Background: threads or child processes the block started are still
 	// running.
 	Background bool `json:"background,omitempty"`

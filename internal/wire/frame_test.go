@@ -138,7 +138,7 @@ func TestConnTruncatedFrame(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
-		`{"kind":"ready","protocol_version":2,"python_version":"3.11.2","packages":{"a":{"A":"1"}}}`,
+		`{"kind":"ready","protocol_version":3,"python_version":"3.11.2","packages":{"a":{"A":"1"}}}`,
 		`{"kind":"tool_call","id":"c","block":"b1","name":"n","args":{"a":[1,{"b":null}]},"timeout_ms":5}`,
 		`{"kind":"tool_call","id":"c","block":"b1","name":"n","args":{},"thread":3}`,
 		`{"kind":"done","id":"b","exit_code":0,"stopped":true}`,

@@ -25,6 +25,8 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 
+	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/internal/observe"
 )
 
@@ -423,5 +425,45 @@ func TestExceptionType(t *testing.T) {
 		if got := exceptionType(tc.stderr); got != tc.want {
 			t.Errorf("exceptionType(%q) = %q, want %q", tc.stderr, got, tc.want)
 		}
+	}
+}
+
+// TestMemoryKillObserved: a block whose worker the jail's memory limit
+// kills tells the model so, with the limit, and its span and audit record
+// have the outcome out_of_memory.
+func TestMemoryKillObserved(t *testing.T) {
+	rec := recordSpans(t)
+	var audit bytes.Buffer
+	var auditMu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(lockedWriter{&auditMu, &audit}, nil))
+	be := &jail.Backend{Config: jail.Config{MemoryBytes: 128 << 20, AddressSpaceBytes: 4 << 30}}
+	t.Cleanup(func() { _ = be.Close() })
+	testBackend(t) // skips or fails where the jail cannot run
+	m := newScript().on("go", run("x = b'x' * (1 << 30)"), say("done"))
+	f := newFixture(t, m, fixtureConfig{cfg: Config{Backend: be, AuditLog: logger}})
+	out := outputs(f.turn(t.Context(), "s1", "go"))
+	if len(out) != 1 {
+		t.Fatalf("%d results, want 1", len(out))
+	}
+	stderr, _ := out[0]["stderr"].(string)
+	if !strings.Contains(stderr, "the sandbox ran out of memory (its limit is 128 MiB)") {
+		if !strings.Contains(stderr, "signal killed") {
+			t.Fatalf("stderr %q: want the worker killed", stderr)
+		}
+		hostcap.Missing(t, hostcap.Cgroup, "the jail has no memory cgroup to tell a memory kill by")
+	}
+	var outcome string
+	for _, s := range rec.Ended() {
+		if s.Name() == "codemode.block" {
+			outcome = attrString(s, "codemode.block.outcome")
+		}
+	}
+	if outcome != "out_of_memory" {
+		t.Errorf("the block span's outcome is %q, want out_of_memory", outcome)
+	}
+	auditMu.Lock()
+	defer auditMu.Unlock()
+	if !strings.Contains(audit.String(), `"outcome":"out_of_memory"`) {
+		t.Errorf("the audit log has no out_of_memory outcome:\n%s", audit.String())
 	}
 }

@@ -41,6 +41,8 @@ func blockEnd(ctx context.Context, res *transport.Result, err error) observe.Blo
 	}
 	var timeout *codeTimeout
 	switch {
+	case res.Reset && res.OutOfMemory:
+		e.Outcome = observe.OutOfMemory
 	case res.Reset:
 		e.Outcome = observe.Killed
 	case res.Stopped && errors.As(context.Cause(ctx), &timeout):

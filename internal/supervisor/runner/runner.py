@@ -21,7 +21,7 @@ _RFD, _WFD = 3, 4
 
 # The frame protocol this runner speaks with the server. A test holds these
 # against the Go side (internal/wire), so the two cannot drift apart.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 KIND_READY = "ready"
 KIND_RUN = "run"
 KIND_TOOL_CALL = "tool_call"
