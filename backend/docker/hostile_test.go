@@ -208,6 +208,11 @@ while True:
 		t.Fatalf("the memory bomb completed: %+v", r)
 	}
 	t.Logf("memory bomb: exit %d, reset %v, stderr %q", r.ExitCode, r.Reset, r.Stderr)
+	// The sandbox server reads its container's memory cgroup: the kill is
+	// named, with the limit.
+	if !r.Reset || !r.OutOfMemory || !strings.Contains(r.Stderr, "the sandbox ran out of memory (its limit is 192 MiB)") {
+		t.Errorf("the memory kill was not named: reset %v, out of memory %v, stderr %q", r.Reset, r.OutOfMemory, r.Stderr)
+	}
 	if got := ok(t, s, "print(2 + 2)"); got != "4\n" {
 		t.Fatalf("the session after the memory bomb: %q", got)
 	}
