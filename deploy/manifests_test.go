@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	extv1alpha1 "sigs.k8s.io/agent-sandbox/extensions/api/v1alpha1"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -53,9 +53,9 @@ type revisionSpec struct {
 // decoders name the type each kind decodes into; a manifest of another
 // kind fails the test, so no file goes unchecked.
 var decoders = map[string]func() any{
-	"serving.knative.dev/v1/Service":                      func() any { return new(cloudRunService) },
-	"extensions.agents.x-k8s.io/v1alpha1/SandboxTemplate": func() any { return new(extv1alpha1.SandboxTemplate) },
-	"extensions.agents.x-k8s.io/v1alpha1/SandboxWarmPool": func() any { return new(extv1alpha1.SandboxWarmPool) },
+	"serving.knative.dev/v1/Service":                     func() any { return new(cloudRunService) },
+	"extensions.agents.x-k8s.io/v1beta1/SandboxTemplate": func() any { return new(extv1beta1.SandboxTemplate) },
+	"extensions.agents.x-k8s.io/v1beta1/SandboxWarmPool": func() any { return new(extv1beta1.SandboxWarmPool) },
 	"v1/Pod":                             func() any { return new(corev1.Pod) },
 	"networking.k8s.io/v1/NetworkPolicy": func() any { return new(networkingv1.NetworkPolicy) },
 }
@@ -376,14 +376,14 @@ func TestManifestsAgreeWithTheServer(t *testing.T) {
 	}
 	checkContainer(t, "cloud run", rs.Containers[0], rs.Volumes, img, bin)
 
-	tmpl := all["kubernetes/agent-sandbox/sandboxtemplate.yaml"].(*extv1alpha1.SandboxTemplate)
+	tmpl := all["kubernetes/agent-sandbox/sandboxtemplate.yaml"].(*extv1beta1.SandboxTemplate)
 	spec := tmpl.Spec.PodTemplate.Spec
 	checkPodSecurity(t, "sandbox template", spec, img)
 	checkContainer(t, "sandbox template", spec.Containers[0], spec.Volumes, img, bin)
 	if np := tmpl.Spec.NetworkPolicy; np == nil || len(np.Egress) != 0 {
 		t.Errorf("sandbox template: the network policy must list no egress rule (deny all)")
 	}
-	pool := all["kubernetes/agent-sandbox/sandboxwarmpool.yaml"].(*extv1alpha1.SandboxWarmPool)
+	pool := all["kubernetes/agent-sandbox/sandboxwarmpool.yaml"].(*extv1beta1.SandboxWarmPool)
 	if pool.Spec.TemplateRef.Name != tmpl.Name {
 		t.Errorf("warm pool refers to template %q, the template is %q", pool.Spec.TemplateRef.Name, tmpl.Name)
 	}

@@ -1,11 +1,13 @@
 // Package agentsandbox provisions remote sandboxes from
-// kubernetes-sigs/agent-sandbox: for each session it creates a
-// SandboxClaim for a SandboxTemplate (served from a SandboxWarmPool when
-// one is ready), waits until the claim's sandbox is ready, and hands the
-// sandbox's service address to the remote backend; releasing it deletes
-// the claim, and with it the sandbox.
+// kubernetes-sigs/agent-sandbox (v1.0, its v1beta1 API): for each session
+// it creates a SandboxClaim from a SandboxWarmPool (which names the
+// SandboxTemplate), waits until the claim's Ready condition is True, and
+// hands the sandbox's service address to the remote backend; releasing it
+// deletes the claim, and with it the sandbox. A claim whose Ready
+// condition is False for a reason that waiting cannot fix (the warm pool
+// or its template not found, the claim or sandbox expired) fails at once.
 //
-//	p, err := agentsandbox.New(agentsandbox.Config{Client: dyn, Namespace: "agents", Template: "codemode-sandbox"})
+//	p, err := agentsandbox.New(agentsandbox.Config{Client: dyn, Namespace: "agents", WarmPool: "codemode-sandbox-pool"})
 //	b, err := remote.New(remote.Config{Provision: p.Provision, Secret: secret})
 //
 // It lives in the deploy module, apart from the library, so that programs
@@ -15,5 +17,7 @@
 // controller deletes it even if the host never released it.
 //
 // It is tested against client-go's fake dynamic client with objects
-// decoded into agent-sandbox's own types, not against a live cluster.
+// decoded strictly into agent-sandbox's own types and checked against its
+// v1beta1 CRDs (those of the module version go.mod requires), not against
+// a live cluster.
 package agentsandbox

@@ -26,15 +26,16 @@ func ExampleProvisioner_Provision() {
 		claim := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 		_ = unstructured.SetNestedSlice(claim.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "DependenciesReady"}}, "status", "conditions")
 		sandbox := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "agents.x-k8s.io/v1alpha1", "kind": "Sandbox",
+			"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
 			"metadata": map[string]any{"name": claim.GetName(), "namespace": "agents"},
-			"status":   map[string]any{"serviceFQDN": "sandbox-1.agents.svc.cluster.local"},
+			"status": map[string]any{"serviceFQDN": "sandbox-1.agents.svc.cluster.local",
+				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "DependenciesReady"}}},
 		}}
 		_ = c.Tracker().Create(agentsandbox.SandboxResource, sandbox, "agents")
 		return true, claim, c.Tracker().Create(agentsandbox.ClaimResource, claim, "agents")
 	})
 
-	p, err := agentsandbox.New(agentsandbox.Config{Client: c, Namespace: "agents", Template: "codemode-sandbox"})
+	p, err := agentsandbox.New(agentsandbox.Config{Client: c, Namespace: "agents", WarmPool: "codemode-sandbox-pool"})
 	if err != nil {
 		panic(err)
 	}

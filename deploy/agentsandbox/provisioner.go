@@ -15,14 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	sandboxv1alpha1 "sigs.k8s.io/agent-sandbox/api/v1alpha1"
-	extv1alpha1 "sigs.k8s.io/agent-sandbox/extensions/api/v1alpha1"
+	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 )
 
 // The resources the provisioner uses.
 var (
-	ClaimResource   = extv1alpha1.GroupVersion.WithResource("sandboxclaims")
-	SandboxResource = sandboxv1alpha1.GroupVersion.WithResource("sandboxes")
+	ClaimResource   = extv1beta1.GroupVersion.WithResource("sandboxclaims")
+	SandboxResource = sandboxv1beta1.GroupVersion.WithResource("sandboxes")
 )
 
 // Config configures a [Provisioner].
@@ -31,8 +31,10 @@ type Config struct {
 	Client dynamic.Interface
 	// Namespace holds the claims. Required.
 	Namespace string
-	// Template names the SandboxTemplate to claim from. Required.
-	Template string
+	// WarmPool names the SandboxWarmPool to claim from (agent-sandbox
+	// v1beta1 claims from a warm pool, which names its template).
+	// Required.
+	WarmPool string
 	// Port is the sandbox server's port. Zero means 8080.
 	Port int
 	// Scheme is "ws" (the default, inside the cluster) or "wss".
@@ -62,8 +64,8 @@ func New(cfg Config) (*Provisioner, error) {
 	switch {
 	case cfg.Client == nil:
 		return nil, errors.New("agentsandbox: Config.Client is required")
-	case cfg.Namespace == "" || cfg.Template == "":
-		return nil, errors.New("agentsandbox: Config.Namespace and Config.Template are required")
+	case cfg.Namespace == "" || cfg.WarmPool == "":
+		return nil, errors.New("agentsandbox: Config.Namespace and Config.WarmPool are required")
 	case cfg.Scheme != "" && cfg.Scheme != "ws" && cfg.Scheme != "wss":
 		return nil, fmt.Errorf("agentsandbox: Config.Scheme %q: use ws or wss", cfg.Scheme)
 	}
@@ -94,9 +96,10 @@ func New(cfg Config) (*Provisioner, error) {
 // terminal are the reasons a claim's Ready condition gives when waiting
 // longer cannot help.
 var terminal = map[string]bool{
-	"TemplateNotFound":                   true,
-	extv1alpha1.ClaimExpiredReason:       true,
-	sandboxv1alpha1.SandboxReasonExpired: true,
+	"TemplateNotFound":                  true, // the warm pool's template
+	"WarmPoolNotFound":                  true,
+	extv1beta1.ClaimExpiredReason:       true,
+	sandboxv1beta1.SandboxReasonExpired: true,
 }
 
 // Provision claims a sandbox, waits until it is ready and returns its
@@ -106,14 +109,14 @@ var terminal = map[string]bool{
 func (p *Provisioner) Provision(ctx context.Context) (string, func(), error) {
 	claims := p.cfg.Client.Resource(ClaimResource).Namespace(p.cfg.Namespace)
 	name := p.cfg.NamePrefix + randomSuffix()
-	claim := &extv1alpha1.SandboxClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: extv1alpha1.GroupVersion.String(), Kind: "SandboxClaim"},
+	claim := &extv1beta1.SandboxClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.cfg.Namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "codemode"}},
-		Spec: extv1alpha1.SandboxClaimSpec{
-			TemplateRef: extv1alpha1.SandboxTemplateRef{Name: p.cfg.Template},
-			Lifecycle: &extv1alpha1.Lifecycle{
+		Spec: extv1beta1.SandboxClaimSpec{
+			WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: p.cfg.WarmPool},
+			Lifecycle: &extv1beta1.Lifecycle{
 				ShutdownTime:   &metav1.Time{Time: time.Now().Add(p.cfg.MaxLifetime).Truncate(time.Second)},
-				ShutdownPolicy: extv1alpha1.ShutdownPolicyDelete,
+				ShutdownPolicy: extv1beta1.ShutdownPolicyDelete,
 			},
 		},
 	}
@@ -122,7 +125,7 @@ func (p *Provisioner) Provision(ctx context.Context) (string, func(), error) {
 		return "", nil, err
 	}
 	if _, err := claims.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-		return "", nil, fmt.Errorf("agentsandbox: create claim %s for template %s: %w", name, p.cfg.Template, err)
+		return "", nil, fmt.Errorf("agentsandbox: create claim %s from warm pool %s: %w", name, p.cfg.WarmPool, err)
 	}
 	release := func() { p.release(name) }
 	url, err := p.wait(ctx, name)
@@ -142,7 +145,7 @@ func (p *Provisioner) wait(ctx context.Context, name string) (string, error) {
 	defer tick.Stop()
 	last := "no status yet"
 	for {
-		var claim extv1alpha1.SandboxClaim
+		var claim extv1beta1.SandboxClaim
 		obj, err := claims.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			err = fromUnstructured(obj, &claim)
@@ -151,7 +154,7 @@ func (p *Provisioner) wait(ctx context.Context, name string) (string, error) {
 			return "", fmt.Errorf("agentsandbox: read claim %s: %w", name, err)
 		}
 		if err == nil {
-			cond := meta.FindStatusCondition(claim.Status.Conditions, string(sandboxv1alpha1.SandboxConditionReady))
+			cond := meta.FindStatusCondition(claim.Status.Conditions, string(sandboxv1beta1.SandboxConditionReady))
 			switch {
 			case cond != nil && cond.Status == metav1.ConditionTrue:
 				return p.sandboxURL(ctx, name, claim.Status.SandboxStatus.Name)
@@ -178,9 +181,18 @@ func (p *Provisioner) sandboxURL(ctx context.Context, claim, sandbox string) (st
 	if err != nil {
 		return "", fmt.Errorf("agentsandbox: read sandbox %s of claim %s: %w", sandbox, claim, err)
 	}
-	var sb sandboxv1alpha1.Sandbox
+	var sb sandboxv1beta1.Sandbox
 	if err := fromUnstructured(obj, &sb); err != nil {
 		return "", err
+	}
+	// The sandbox's own Ready condition must say True too: one that is
+	// there but False or Unknown is not ready.
+	if cond := meta.FindStatusCondition(sb.Status.Conditions, string(sandboxv1beta1.SandboxConditionReady)); cond == nil || cond.Status != metav1.ConditionTrue {
+		why := "no Ready condition"
+		if cond != nil {
+			why = fmt.Sprintf("Ready is %s: %s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return "", fmt.Errorf("agentsandbox: sandbox %s of ready claim %s is not ready (%s)", sandbox, claim, why)
 	}
 	if sb.Status.ServiceFQDN == "" {
 		return "", fmt.Errorf("agentsandbox: sandbox %s of claim %s is ready but has no service address", sandbox, claim)

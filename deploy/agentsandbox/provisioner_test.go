@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
-	sandboxv1alpha1 "sigs.k8s.io/agent-sandbox/api/v1alpha1"
-	extv1alpha1 "sigs.k8s.io/agent-sandbox/extensions/api/v1alpha1"
+	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/adk-codemode/codemode/deploy/agentsandbox"
@@ -64,11 +64,11 @@ func newClient(t *testing.T, sandboxes ...*unstructured.Unstructured) *dynamicfa
 
 // controller answers every claim created with status, as the agent-sandbox
 // controller would, once the claim exists.
-func controller(t *testing.T, c *dynamicfake.FakeDynamicClient, status *extv1alpha1.SandboxClaimStatus) {
+func controller(t *testing.T, c *dynamicfake.FakeDynamicClient, status *extv1beta1.SandboxClaimStatus) {
 	c.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 		if status != nil {
-			var claim extv1alpha1.SandboxClaim
+			var claim extv1beta1.SandboxClaim
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &claim); err != nil {
 				t.Error(err)
 			}
@@ -82,7 +82,7 @@ func controller(t *testing.T, c *dynamicfake.FakeDynamicClient, status *extv1alp
 
 func newProvisioner(t *testing.T, c *dynamicfake.FakeDynamicClient, timeout time.Duration) *agentsandbox.Provisioner {
 	t.Helper()
-	p, err := agentsandbox.New(agentsandbox.Config{Client: c, Namespace: ns, Template: "codemode-sandbox", ReadyTimeout: timeout, PollInterval: 5 * time.Millisecond})
+	p, err := agentsandbox.New(agentsandbox.Config{Client: c, Namespace: ns, WarmPool: "codemode-sandbox-pool", ReadyTimeout: timeout, PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,15 +90,16 @@ func newProvisioner(t *testing.T, c *dynamicfake.FakeDynamicClient, timeout time
 }
 
 // createdClaim returns the claim the provisioner sent, decoded.
-func createdClaim(t *testing.T, c *dynamicfake.FakeDynamicClient) *extv1alpha1.SandboxClaim {
+func createdClaim(t *testing.T, c *dynamicfake.FakeDynamicClient) *extv1beta1.SandboxClaim {
 	t.Helper()
 	for _, a := range c.Actions() {
 		if a.GetVerb() == "create" && a.GetResource() == agentsandbox.ClaimResource {
-			var claim extv1alpha1.SandboxClaim
+			var claim extv1beta1.SandboxClaim
 			obj := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, &claim, true); err != nil {
 				t.Fatalf("the claim sent does not decode strictly: %v", err)
 			}
+			conform(t, "the claim sent", obj.Object, crdSchema(t, claimCRD))
 			return &claim
 		}
 	}
@@ -117,8 +118,8 @@ func deleted(c *dynamicfake.FakeDynamicClient) []string {
 }
 
 func TestProvisionReadySandbox(t *testing.T) {
-	ready := recorded[extv1alpha1.SandboxClaim](t, "claim-ready.yaml")
-	sb := recorded[sandboxv1alpha1.Sandbox](t, "sandbox-ready.yaml")
+	ready := recorded[extv1beta1.SandboxClaim](t, "claim-ready.yaml")
+	sb := recorded[sandboxv1beta1.Sandbox](t, "sandbox-ready.yaml")
 	c := newClient(t, toObj(t, sb))
 	controller(t, c, &ready.Status)
 	p := newProvisioner(t, c, time.Minute)
@@ -132,10 +133,10 @@ func TestProvisionReadySandbox(t *testing.T) {
 		t.Errorf("url = %q, want %q", url, want)
 	}
 	claim := createdClaim(t, c)
-	if claim.Spec.TemplateRef.Name != "codemode-sandbox" || !strings.HasPrefix(claim.Name, "codemode-") || claim.Namespace != ns {
+	if claim.Spec.WarmPoolRef.Name != "codemode-sandbox-pool" || !strings.HasPrefix(claim.Name, "codemode-") || claim.Namespace != ns {
 		t.Errorf("claim sent: %+v", claim)
 	}
-	if lc := claim.Spec.Lifecycle; lc == nil || lc.ShutdownPolicy != extv1alpha1.ShutdownPolicyDelete ||
+	if lc := claim.Spec.Lifecycle; lc == nil || lc.ShutdownPolicy != extv1beta1.ShutdownPolicyDelete ||
 		lc.ShutdownTime.Time.Before(start.Add(59*time.Minute)) || lc.ShutdownTime.After(time.Now().Add(time.Hour)) {
 		t.Errorf("the claim must be deleted by the controller an hour on: %+v", claim.Spec.Lifecycle)
 	}
@@ -154,12 +155,14 @@ func TestProvisionReadySandbox(t *testing.T) {
 func TestProvisionFails(t *testing.T) {
 	tests := []struct {
 		name   string
-		status *extv1alpha1.SandboxClaimStatus
+		status *extv1beta1.SandboxClaimStatus
 		want   string
 	}{
-		{"template not found", &recorded[extv1alpha1.SandboxClaim](t, "claim-template-not-found.yaml").Status, `TemplateNotFound: SandboxTemplate "codemode-sandbox" not found`},
-		{"never ready", &recorded[extv1alpha1.SandboxClaim](t, "claim-pending.yaml").Status, "not ready within 200ms (last: DependenciesNotReady: Pod exists with phase Pending)"},
-		{"ready without a sandbox", &extv1alpha1.SandboxClaimStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady"}}}, "read sandbox"},
+		{"warm pool not found", &recorded[extv1beta1.SandboxClaim](t, "claim-warmpool-not-found.yaml").Status, `WarmPoolNotFound: SandboxWarmPool "codemode-sandbox-pool" not found`},
+		// A Ready condition that is there but not True is not ready.
+		{"ready unknown", &recorded[extv1beta1.SandboxClaim](t, "claim-ready-unknown.yaml").Status, "not ready within 200ms (last: ReconcilerError: the controller could not read the pod)"},
+		{"never ready", &recorded[extv1beta1.SandboxClaim](t, "claim-pending.yaml").Status, "not ready within 200ms (last: DependenciesNotReady: Pod exists with phase Pending)"},
+		{"ready without a sandbox", &extv1beta1.SandboxClaimStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady"}}}, "read sandbox"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,8 +194,8 @@ func TestProvisionCreateRefused(t *testing.T) {
 }
 
 func TestProvisionConcurrentClaimsDistinct(t *testing.T) {
-	ready := recorded[extv1alpha1.SandboxClaim](t, "claim-ready.yaml")
-	c := newClient(t, toObj(t, recorded[sandboxv1alpha1.Sandbox](t, "sandbox-ready.yaml")))
+	ready := recorded[extv1beta1.SandboxClaim](t, "claim-ready.yaml")
+	c := newClient(t, toObj(t, recorded[sandboxv1beta1.Sandbox](t, "sandbox-ready.yaml")))
 	controller(t, c, &ready.Status)
 	p := newProvisioner(t, c, time.Minute)
 	var wg sync.WaitGroup
@@ -221,11 +224,28 @@ func TestProvisionConcurrentClaimsDistinct(t *testing.T) {
 func TestNewChecksConfig(t *testing.T) {
 	for _, cfg := range []agentsandbox.Config{
 		{},
-		{Client: newClient(t), Template: "x"},
-		{Client: newClient(t), Namespace: ns, Template: "x", Scheme: "http"},
+		{Client: newClient(t), WarmPool: "x"},
+		{Client: newClient(t), Namespace: ns},
+		{Client: newClient(t), Namespace: ns, WarmPool: "x", Scheme: "http"},
 	} {
 		if _, err := agentsandbox.New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
+	}
+}
+
+// TestProvisionSandboxNotReady: a ready claim whose sandbox's own Ready
+// condition is not True is refused, condition status checked, not
+// presence.
+func TestProvisionSandboxNotReady(t *testing.T) {
+	ready := recorded[extv1beta1.SandboxClaim](t, "claim-ready.yaml")
+	sb := recorded[sandboxv1beta1.Sandbox](t, "sandbox-ready.yaml")
+	sb.Status.Conditions[0].Status = metav1.ConditionFalse
+	sb.Status.Conditions[0].Reason = sandboxv1beta1.SandboxReasonSuspended
+	c := newClient(t, toObj(t, sb))
+	controller(t, c, &ready.Status)
+	_, release, err := newProvisioner(t, c, time.Minute).Provision(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "is not ready (Ready is False: SandboxSuspended") || release != nil {
+		t.Fatalf("Provision = %v, want the sandbox's Ready condition named", err)
 	}
 }
