@@ -145,10 +145,10 @@ type remoteProcs struct {
 	inotifyAfter bool
 	inotifyLate  int // the descriptor kept past close, or -1; guarded by mu
 	watching     bool
-	spawned      bool         // the first worker, which comes unasked, was taken
-	step         func(string) // marks a step of the start; nil for none
+	spawned      bool          // the first worker, which comes unasked, was taken
+	step         func(string)  // marks a step of the start; nil for none
 	mem          MemoryCounter // the sandbox's memory cgroup, from its launcher; nil for none
-	readied      bool         // the first worker's ready frame was marked
+	readied      bool          // the first worker's ready frame was marked
 }
 
 type supReply struct {
