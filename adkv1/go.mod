@@ -6,7 +6,7 @@ require (
 	github.com/adk-codemode/codemode v0.0.0-00010101000000-000000000000
 	github.com/google/go-cmp v0.7.0
 	github.com/moby/moby/client v0.6.2
-	github.com/modelcontextprotocol/go-sdk v1.7.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pb33f/go-yaml v0.1.1
 	github.com/pb33f/libopenapi v0.42.5
 	go.opentelemetry.io/otel v1.45.0
