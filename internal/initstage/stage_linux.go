@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -453,12 +454,35 @@ func runExec() {
 	if err := syscall.Getrlimit(unix.RLIMIT_AS, &cur); err != nil {
 		fail("get RLIMIT_AS", err)
 	}
+	// Under the limit nothing may be allocated: the heap may need a new
+	// span, which the runtime maps, past the limit, and dies. So the exec's
+	// arguments and the report of its failure are made first, and the exec
+	// and the report are bare system calls.
+	path, err := syscall.BytePtrFromString(ec.Path)
+	if err != nil {
+		fail("exec "+ec.Path, err)
+	}
+	argv, err := syscall.SlicePtrFromStrings(ec.Args)
+	if err != nil {
+		fail("exec "+ec.Path, err)
+	}
+	envv, err := syscall.SlicePtrFromStrings(ec.Env)
+	if err != nil {
+		fail("exec "+ec.Path, err)
+	}
+	op, _ := json.Marshal("exec " + ec.Path)
+	const msg = `,"Msg":"the exec failed"}`
+	report := make([]byte, 0, len(op)+64+len(msg))
+	report = append(append(append(report, `{"Op":`...), op...), `,"Errno":`...)
 	v := min(uint64(ec.AddressSpace), cur.Max)
 	if err := syscall.Setrlimit(unix.RLIMIT_AS, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
 		fail("set RLIMIT_AS", err)
 	}
-	err = syscall.Exec(ec.Path, ec.Args, ec.Env)
-	fail("exec "+ec.Path, err)
+	_, _, errno := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	report = append(strconv.AppendUint(report, uint64(errno), 10), msg...)
+	_, _, _ = syscall.RawSyscall(unix.SYS_WRITE, uintptr(n+1), uintptr(unsafe.Pointer(&report[0])), uintptr(len(report)))
+	_, _, _ = syscall.RawSyscall(unix.SYS_EXIT_GROUP, 127, 0, 0)
 }
 
 // reap waits for the payload while reaping every orphan that the pid
