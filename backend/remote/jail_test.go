@@ -105,3 +105,29 @@ print(status["NoNewPrivs"].strip(), status["Seccomp"].strip())
 		t.Errorf("unshare, mount, ptrace, keyctl, clone3; no_new_privs, seccomp mode: %q (stderr %q), want them refused as in the jail", r.Stdout, r.Stderr)
 	}
 }
+
+// TestMemoryKillNamedJailed: a worker that the jail's memory limit kills on
+// a server with --jail is reported as such through the protocol: the
+// result's OutOfMemory and the note, with the limit.
+func TestMemoryKillNamedJailed(t *testing.T) {
+	needJail(t)
+	s := startServer(t, nil, "--jail")
+	b := newBackend(t, remote.Config{URL: s.URL(), Secret: testSecret})
+	sess, err := b.Open(t.Context(), transport.SessionConfig{})
+	if err != nil {
+		t.Fatalf("Open: %v\n%s", err, s.stderr())
+	}
+	defer sess.Close()
+	// 1.5 GiB touched, under the default 1 GiB memory limit and 2 GiB
+	// address-space limit: the memory cgroup kills the worker.
+	r, err := sess.Exec(t.Context(), transport.Block{Code: "x = b'x' * (1536 << 20)\nprint(len(x))", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Reset && strings.Contains(r.Stdout, "1610612736") {
+		hostcap.Missing(t, hostcap.Cgroup, "the server's jail has no memory cgroup here, so nothing bounds the worker's memory but RLIMIT_AS")
+	}
+	if !r.Reset || !r.OutOfMemory || !strings.Contains(r.Stderr, "the sandbox ran out of memory (its limit is 1024 MiB)") {
+		t.Fatalf("reset %v, out of memory %v, stderr %q", r.Reset, r.OutOfMemory, r.Stderr)
+	}
+}
