@@ -37,10 +37,10 @@ func TestSharedSuiteJailed(t *testing.T) {
 	}, transporttest.Options{Isolated: true})
 }
 
-// TestJailedServerReports: a jailed session's worker runs in a pid
-// namespace of its own, whose pid 1 is the jail's init (the supervisor),
-// and the server logs what the jail enforces.
-func TestJailedServerReports(t *testing.T) {
+// jailedSession starts a server with --jail and opens a session of it,
+// closed with the test.
+func jailedSession(t *testing.T) (*server, transport.Session) {
+	t.Helper()
 	needJail(t)
 	s := startServer(t, nil, "--jail")
 	b := newBackend(t, remote.Config{URL: s.URL(), Secret: testSecret})
@@ -48,7 +48,15 @@ func TestJailedServerReports(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v\n%s", err, s.stderr())
 	}
-	defer sess.Close()
+	t.Cleanup(func() { sess.Close() })
+	return s, sess
+}
+
+// TestJailedServerReports: a jailed session's worker runs in a pid
+// namespace of its own, whose pid 1 is the jail's init (the supervisor),
+// and the server logs what the jail enforces.
+func TestJailedServerReports(t *testing.T) {
+	s, sess := jailedSession(t)
 	r, err := sess.Exec(t.Context(), transport.Block{Code: "print(open('/proc/1/cmdline', 'rb').read().split(b'\\0')[0].decode())", Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -110,14 +118,7 @@ print(status["NoNewPrivs"].strip(), status["Seccomp"].strip())
 // a server with --jail is reported as such through the protocol: the
 // result's OutOfMemory and the note, with the limit.
 func TestMemoryKillNamedJailed(t *testing.T) {
-	needJail(t)
-	s := startServer(t, nil, "--jail")
-	b := newBackend(t, remote.Config{URL: s.URL(), Secret: testSecret})
-	sess, err := b.Open(t.Context(), transport.SessionConfig{})
-	if err != nil {
-		t.Fatalf("Open: %v\n%s", err, s.stderr())
-	}
-	defer sess.Close()
+	_, sess := jailedSession(t)
 	// 1.5 GiB touched, under the default 1 GiB memory limit and 2 GiB
 	// address-space limit: the memory cgroup kills the worker.
 	r, err := sess.Exec(t.Context(), transport.Block{Code: "x = b'x' * (1536 << 20)\nprint(len(x))", Timeout: time.Minute})
