@@ -48,14 +48,7 @@ func TestInterruptKeepsVariables(t *testing.T) {
 			stopped <- false
 			return
 		}
-		e.mu.Lock()
-		var ids []string
-		for id, tn := range e.turns {
-			if tn.currentFlight() != nil {
-				ids = append(ids, id)
-			}
-		}
-		e.mu.Unlock()
+		ids := inFlight(e)
 		if len(ids) != 1 {
 			t.Errorf("%d blocks in flight while the code waits, want 1", len(ids))
 			stopped <- false
@@ -116,14 +109,7 @@ func TestInterruptWhileTheSandboxStarts(t *testing.T) {
 	stopped := make(chan bool, 1)
 	go func() {
 		<-gate.opening
-		e.mu.Lock()
-		var ids []string
-		for id, tn := range e.turns {
-			if tn.currentFlight() != nil {
-				ids = append(ids, id)
-			}
-		}
-		e.mu.Unlock()
+		ids := inFlight(e)
 		ok := len(ids) == 1 && e.interrupt(ids[0], errors.New("the client cancelled the call"))
 		close(gate.release)
 		stopped <- ok
@@ -148,4 +134,17 @@ func TestInterruptWhileTheSandboxStarts(t *testing.T) {
 	if stdout, _ := out[1]["stdout"].(string); stdout != "next\n" {
 		t.Errorf("the next block: stdout %q stderr %v, want it run", stdout, out[1]["stderr"])
 	}
+}
+
+// inFlight lists the turns of e with a block in flight.
+func inFlight(e *engine) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []string
+	for id, tn := range e.turns {
+		if tn.currentFlight() != nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
