@@ -95,6 +95,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFilesPreamble$$' -fuzztime $(FUZZTIME) ./internal/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEgress$$' -fuzztime $(FUZZTIME) ./internal/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME) ./internal/supervisor
+	$(GO) test -run '^$$' -fuzz '^FuzzReadStatus$$' -fuzztime $(FUZZTIME) ./backend/jail
 	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi

@@ -17,7 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/internal/initstage"
+	"github.com/adk-codemode/codemode/internal/jailplan"
 	"github.com/adk-codemode/codemode/internal/sandboxbin"
+	"github.com/adk-codemode/codemode/internal/syscallpolicy"
 )
 
 // Cmd is a running jail. Its methods may be called from any goroutine;
@@ -81,9 +83,8 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		Rootless: rootless, PayloadUID: PayloadID, PayloadGID: PayloadID,
 		WorkspaceBytes: cfg.WorkspaceBytes, TmpBytes: cfg.TmpBytes,
 		Files: cfg.Files, FilesBytes: filesBytes,
-		AddressSpace: cfg.AddressSpaceBytes, Nproc: uint64(cfg.Processes), Nofile: uint64(cfg.OpenFiles),
-		Fsize: uint64(cfg.FileSizeBytes), CPU: uint64(cfg.CPUSeconds),
-		Args: spec.Args, Self: spec.Self, InProcess: spec.inProcess, Template: spec.template, Env: spec.Env, Dir: spec.Dir,
+		AddressSpace: cfg.AddressSpaceBytes,
+		Args:         spec.Args, Self: spec.Self, InProcess: spec.inProcess, Template: spec.template, Env: spec.Env,
 	}
 	if ic.Env == nil {
 		ic.Env = []string{}
@@ -188,10 +189,28 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		cg = newCgroups(cfg.MemoryBytes, cfg.Processes)
 	}
 	c.cg = cg
+	lock := jailplan.Lock{
+		Names: true,
+		Limits: jailplan.Limits{
+			CPU: uint64(cfg.CPUSeconds), FileSize: uint64(cfg.FileSizeBytes), OpenFiles: uint64(cfg.OpenFiles), Processes: uint64(cfg.Processes),
+		},
+		Rootless: rootless, SetIDs: !rootless, UID: PayloadID, GID: PayloadID,
+		ParentDeath: true, Dir: spec.Dir,
+	}
 	if cg.pids != nil {
 		// Let the pids cgroup, which counts refused forks, trip first;
 		// RLIMIT_NPROC stays as the backstop.
-		ic.Nproc += 16
+		lock.Limits.Processes += 16
+	}
+	if spec.template && rootless {
+		lock.Privileges = jailplan.KeepSetfcap
+	}
+	if lock.Filter, err = syscallpolicy.FilterBytes(spec.template); err == nil {
+		ic.Plan, err = lock.Build()
+	}
+	if err != nil {
+		_ = cg.remove()
+		return nil, fmt.Errorf("jail: the setup plan: %w", err)
 	}
 
 	err = cmd.Start()
@@ -243,12 +262,15 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		_ = cg.remove()
 		return nil, err
 	}
-	if msg.Enf == nil {
+	if msg.Reports == nil {
 		_ = cmd.Wait()
 		_ = cg.remove()
-		return nil, errors.New("jail: init reported no enforcement")
+		return nil, errors.New("jail: init reported no setup results")
 	}
-	c.enf = Enforcement(*msg.Enf)
+	c.enf = readBack(cmd.Process.Pid, []int{os.Getpid()}, msg.Reports, jailplan.Securebits(rootless, lock.Privileges))
+	if cfg.AddressSpaceBytes >= 0 && c.enf.Rlimits != nil {
+		c.enf.Rlimits["AS"] = jailplan.EffectiveLimit(unix.RLIMIT_AS, uint64(cfg.AddressSpaceBytes))
+	}
 	c.enf.Rootless = rootless
 	c.enf.UIDMap = uidMapString(rootless, cfg)
 	cg.enforce(&c.enf)

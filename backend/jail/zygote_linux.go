@@ -25,11 +25,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adk-codemode/codemode/internal/clip"
-	"github.com/adk-codemode/codemode/internal/initstage"
+	"github.com/adk-codemode/codemode/internal/jailplan"
 	"github.com/adk-codemode/codemode/internal/launch"
 	"github.com/adk-codemode/codemode/internal/observe"
 	"github.com/adk-codemode/codemode/internal/sandboxbin"
 	"github.com/adk-codemode/codemode/internal/server"
+	"github.com/adk-codemode/codemode/internal/syscallpolicy"
 	"github.com/adk-codemode/codemode/internal/tailbuf"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -212,35 +213,51 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		tplW.Close()
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	// Sessions run as inside uid PayloadID in both modes (rootless cold
-	// jails use 0, which a nested user namespace has no need for).
-	uid := PayloadID
-	d := cfg.withDefaults()
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "CODEMODE_ZYGOTE_UID=" + strconv.Itoa(uid),
-		"CODEMODE_ZYGOTE_WORKSPACE_BYTES=" + strconv.FormatInt(d.WorkspaceBytes, 10),
-		"CODEMODE_ZYGOTE_TMP_BYTES=" + strconv.FormatInt(d.TmpBytes, 10)}
+	plans, err := templatePlans(cfg.withDefaults())
+	if err != nil {
+		ctrl.Close()
+		srcW.Close()
+		tplW.Close()
+		exe.Close()
+		return nil, err
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "CODEMODE_ZYGOTE_PLANS=" + string(plans)}
 	if probe, err := server.ProbeInterpreter(context.Background(), python); err == nil {
 		if b, err := json.Marshal(probe.SysPath); err == nil {
 			env = append(env, "CODEMODE_ZYGOTE_SYS_PATH="+string(b))
 		}
 	}
-	stderr := &tailbuf.Buffer{Max: 16 << 10}
-	cmd, err := Start(context.Background(), zc, Spec{
-		Args:       []string{python, "-I", "-B", "-S", "-c", zygoteBootstrap},
-		Env:        env,
-		Stderr:     stderr,
-		ExtraFiles: []*os.File{sbx, srcR, tplR, exe},
-		template:   true,
-	})
+	// The setup plan's interpreter (fd 7).
+	planR, planW, err := os.Pipe()
 	if err != nil {
 		ctrl.Close()
 		srcW.Close()
 		tplW.Close()
 		return nil, err
 	}
+	defer planR.Close()
+	stderr := &tailbuf.Buffer{Max: 16 << 10}
+	cmd, err := Start(context.Background(), zc, Spec{
+		Args:       []string{python, "-I", "-B", "-S", "-c", zygoteBootstrap},
+		Env:        env,
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{sbx, srcR, tplR, exe, planR},
+		template:   true,
+	})
+	if err != nil {
+		ctrl.Close()
+		srcW.Close()
+		tplW.Close()
+		planW.Close()
+		return nil, err
+	}
 	go func() {
 		_, _ = io.WriteString(tplW, zygoteSource)
 		tplW.Close()
+	}()
+	go func() {
+		_, _ = io.WriteString(planW, jailplan.PythonSource)
+		planW.Close()
 	}()
 	go func() {
 		_, _ = io.WriteString(srcW, server.RunnerSource())
@@ -284,6 +301,25 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 		close(z.ended)
 	}()
 	return z, nil
+}
+
+// templatePlans are the plans every session of a template for cfg runs
+// before it is chosen, as zygote.py takes them: "name" (the template's
+// own), "enter" (a session's namespaces: inside, it is PayloadID in both
+// modes, mapped onto the template's own ids, PayloadID as root and 0
+// rootless) and "prepare" (its mounts, names and loopback).
+func templatePlans(cfg Config) ([]byte, error) {
+	tid := PayloadID
+	if os.Geteuid() != 0 {
+		tid = 0
+	}
+	return json.Marshal(map[string]jailplan.Plan{
+		"name":  jailplan.Named("codemode-zygote"),
+		"enter": jailplan.Enter(jailplan.IDMap{Inside: PayloadID, UID: tid, GID: tid}),
+		"prepare": jailplan.Prepare(jailplan.Mounts{
+			Name: "codemode-spare", WorkspaceBytes: cfg.WorkspaceBytes, TmpBytes: cfg.TmpBytes, UID: PayloadID,
+		}),
+	})
 }
 
 // awaitTemplate waits for the template's ready message, and no longer
@@ -378,16 +414,13 @@ func (z *zygote) request(files ...*os.File) error {
 	}
 }
 
+// editForkPlan, when set (by tests), changes each forked session's plan.
+var editForkPlan func(*jailplan.Plan)
+
 // forkConfig is what a forked session gets over its setup socket.
 type forkConfig struct {
-	WorkspaceBytes int64             `json:"workspace_bytes"`
-	TmpBytes       int64             `json:"tmp_bytes"`
-	Files          map[string][]byte `json:"files,omitempty"`
-	FilesBytes     int64             `json:"files_bytes"`
-	Rlimits        map[string]uint64 `json:"rlimits"`
-	AS             int64             `json:"as"`
-	Seccomp        []byte            `json:"seccomp"`
-	Rootless       bool              `json:"rootless"`
+	// Plan is the rest of its setup (jailplan.Lock).
+	Plan jailplan.Plan `json:"plan"`
 	// Stage and Supervisor are the argv of the supervisor the session
 	// execs once it is set up (the cold path's, less the compiled runner).
 	Stage      string          `json:"stage"`
@@ -396,10 +429,10 @@ type forkConfig struct {
 
 // forkStatus is a forked session's setup report.
 type forkStatus struct {
-	Op    string       `json:"op"`
-	Errno int          `json:"errno"`
-	Msg   string       `json:"msg"`
-	Enf   *Enforcement `json:"enf"`
+	Op      string           `json:"op"`
+	Errno   int              `json:"errno"`
+	Msg     string           `json:"msg"`
+	Reports map[string]int64 `json:"reports"`
 }
 
 // err is the setup failure st reports, or nil.
@@ -573,7 +606,7 @@ func forkSession(ctx context.Context, cfg Config, c launch.Command, connector *o
 	if err != nil {
 		return nil, err
 	}
-	filter, err := initstage.FilterBytes()
+	filter, err := syscallpolicy.FilterBytes(false)
 	if err != nil {
 		return nil, err
 	}
@@ -600,15 +633,20 @@ func forkSession(ctx context.Context, cfg Config, c launch.Command, connector *o
 	if cmd.cg.pids != nil {
 		nproc += 16 // as Start: the pids cgroup trips first
 	}
-	fcfg := forkConfig{
-		WorkspaceBytes: cfg.WorkspaceBytes, TmpBytes: cfg.TmpBytes,
-		Files: cfg.Files, FilesBytes: filesBytes,
-		Rlimits: map[string]uint64{
-			"CORE": 0, "CPU": uint64(cfg.CPUSeconds), "FSIZE": uint64(cfg.FileSizeBytes),
-			"NOFILE": uint64(cfg.OpenFiles), "NPROC": nproc,
+	plan, err := jailplan.Lock{
+		Name: "codemode-forked", CgroupNS: true, Files: cfg.Files, FilesBytes: filesBytes,
+		Limits: jailplan.Limits{
+			CPU: uint64(cfg.CPUSeconds), FileSize: uint64(cfg.FileSizeBytes), OpenFiles: uint64(cfg.OpenFiles), Processes: nproc,
 		},
-		AS: cfg.AddressSpaceBytes, Seccomp: filter, Rootless: rootless, Stage: c.Args[0], Supervisor: sup,
+		Rootless: rootless, Filter: filter,
+	}.Build()
+	if err != nil {
+		return nil, err
 	}
+	if editForkPlan != nil {
+		editForkPlan(&plan)
+	}
+	fcfg := forkConfig{Plan: plan, Stage: c.Args[0], Supervisor: sup}
 	line, err := json.Marshal(fcfg)
 	if err != nil {
 		return nil, err
@@ -643,13 +681,16 @@ func forkSession(ctx context.Context, cfg Config, c launch.Command, connector *o
 	if err := st.err(); err != nil {
 		return nil, err
 	}
-	if st.Enf == nil {
-		return nil, errors.New("jail: forked session: setup report without enforcement")
+	if st.Reports == nil {
+		return nil, errors.New("jail: forked session: setup report without results")
 	}
-	enf := *st.Enf
+	enf := readBack(cmd.pid, []int{os.Getpid(), z.cmd.Pid()}, st.Reports, jailplan.Securebits(rootless, jailplan.DropAll))
 	enf.Forked = true
 	enf.Rootless = rootless
-	checkFromHost(cmd.pid, &enf)
+	if cfg.AddressSpaceBytes >= 0 && enf.Rlimits != nil {
+		enf.Rlimits["AS"] = jailplan.EffectiveLimit(unix.RLIMIT_AS, uint64(cfg.AddressSpaceBytes))
+	}
+	enf.UIDMap = forkedUIDMap(cmd.pid)
 	cmd.cg.enforce(&enf)
 	cmd.enf = enf
 	observe.Event(ctx, "codemode.sandbox.setup", attribute.String("codemode.sandbox.start_path", "forked"))
@@ -758,36 +799,17 @@ func readStatus(conn *net.UnixConn, rest []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// checkFromHost reads the session's capabilities, no_new_privs, seccomp
-// mode and uid map from the host's /proc and clears what the session
-// claimed but the kernel does not show.
-func checkFromHost(pid int, enf *Enforcement) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+// forkedUIDMap describes a forked session's uid map, as the host reads it.
+func forkedUIDMap(pid int) string {
+	m, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/uid_map")
 	if err != nil {
-		enf.CapsDropped, enf.NoNewPrivs, enf.Seccomp = false, false, false
-		return
+		return "unreadable uid_map: " + err.Error()
 	}
-	st := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			st[k] = strings.TrimSpace(v)
-		}
+	f := strings.Fields(string(m))
+	if len(f) != 3 {
+		return "unexpected uid_map " + strings.Join(f, " ")
 	}
-	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
-		if v, err := strconv.ParseUint(st[k], 16, 64); err != nil || v != 0 {
-			enf.CapsDropped = false
-		}
-	}
-	enf.NoNewPrivs = enf.NoNewPrivs && st["NoNewPrivs"] == "1"
-	enf.Seccomp = enf.Seccomp && st["Seccomp"] == "2"
-	if m, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/uid_map"); err == nil {
-		f := strings.Fields(string(m))
-		if len(f) == 3 {
-			enf.UIDMap = fmt.Sprintf("inside %s→host %s (forked session; read from its uid_map)", f[0], f[1])
-		} else {
-			enf.UIDMap = "unexpected uid_map " + strings.Join(f, " ")
-		}
-	}
+	return fmt.Sprintf("inside %s→host %s (forked session; read from its uid_map)", f[0], f[1])
 }
 
 // watchPidfd closes c.exited when the forked session's pid 1 has exited

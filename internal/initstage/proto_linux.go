@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/adk-codemode/codemode/internal/jailplan"
 )
 
 // argv0 values by which the package's init hook recognises its own stages.
@@ -46,11 +48,10 @@ type Config struct {
 	Files          map[string][]byte
 	FilesBytes     int64
 
+	// Plan is the setup after the root is built (jailplan.Lock); RLIMIT_AS
+	// is not in it: see runInProcess and limitSelfAS.
+	Plan         jailplan.Plan
 	AddressSpace int64 // RLIMIT_AS for the payload, <0 = none
-	Nproc        uint64
-	Nofile       uint64
-	Fsize        uint64
-	CPU          uint64
 
 	Args       []string
 	Self       bool
@@ -58,7 +59,6 @@ type Config struct {
 	InProcess  string // run this registered stage in init itself (see inProcess)
 	Template   bool   // the payload is a template that forks sessions (backend/jail's zygote_linux.go)
 	Env        []string
-	Dir        string
 	ExtraFirst int // first fd of Spec.ExtraFiles in the init stage
 	ExtraCount int
 }
@@ -71,42 +71,14 @@ type execConfig struct {
 }
 
 // Status is the init stage's one report to the host, and the payload
-// launcher's to the init stage when it fails.
+// launcher's to the init stage when it fails. What the setup achieved the
+// host reads back from the kernel (backend/jail's readBack); Reports are
+// the values only the jail can see, which its plan reported.
 type Status struct {
-	Op    string       `json:",omitempty"` // failing step; empty on success
-	Errno int          `json:",omitempty"`
-	Msg   string       `json:",omitempty"`
-	Enf   *Enforcement `json:",omitempty"`
-}
-
-// Enforcement is backend/jail's Enforcement, which documents its fields:
-// what a jail enforces, here as far as its init stage achieved it. The two
-// must keep the same fields in the same order: the host converts one into
-// the other.
-type Enforcement struct {
-	UserNS, MountNS, PIDNS, NetNS, IPCNS, UTSNS, CgroupNS bool
-
-	Seccomp      bool
-	NoNewPrivs   bool
-	CapsDropped  bool
-	Securebits   bool
-	ReadOnlyRoot bool
-	Loopback     bool
-
-	Forked bool
-
-	Rootless               bool
-	UIDMap                 string
-	PayloadUID, PayloadGID int
-
-	CgroupVersion     string
-	CgroupMemory      bool
-	CgroupMemoryBytes int64
-	CgroupSwap        bool
-	CgroupPids        bool
-	CgroupPidsMax     int
-
-	Rlimits map[string]uint64
+	Op      string           `json:",omitempty"` // failing step; empty on success
+	Errno   int              `json:",omitempty"`
+	Msg     string           `json:",omitempty"`
+	Reports map[string]int64 `json:",omitempty"`
 }
 
 // stepError is a setup step that failed; the host reports it as a
@@ -135,6 +107,10 @@ func (m *Status) err() error {
 }
 
 func failMsg(op string, err error) Status {
+	var pe *jailplan.Error
+	if errors.As(err, &pe) {
+		return Status{Op: pe.Op, Errno: pe.Errno, Msg: pe.Msg}
+	}
 	m := Status{Op: op, Msg: err.Error()}
 	var se *stepError
 	if errors.As(err, &se) {

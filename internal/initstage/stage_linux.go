@@ -84,69 +84,26 @@ func runInit() int {
 		return fail(stepErr("mark descriptors close-on-exec", err))
 	}
 
-	enf := Enforcement{
-		UserNS: true, MountNS: true, PIDNS: true, NetNS: true, IPCNS: true, UTSNS: true, CgroupNS: true,
-		Rootless: c.Rootless, PayloadUID: c.PayloadUID, PayloadGID: c.PayloadGID,
-	}
 	if err := buildRoot(&c); err != nil {
 		return fail(err)
 	}
-	enf.ReadOnlyRoot = true
-	if err := unix.Sethostname([]byte("sandbox")); err != nil {
-		return fail(stepErr("set hostname", err))
-	}
-	if err := unix.Setdomainname([]byte("sandbox")); err != nil {
-		return fail(stepErr("set domainname", err))
-	}
-	if err := loopbackUp(); err != nil {
-		return fail(stepErr("bring up lo", err))
-	}
-	enf.Loopback = true
-
-	rl, err := setRlimits(&c)
+	// The rest of the setup is the host's plan (internal/jailplan's Lock:
+	// names, loopback, rlimits, privileges, PDEATHSIG, no_new_privs, not
+	// dumpable, seccomp, the working directory), the same a session forked
+	// from a template runs.
+	reports, err := c.Plan.Run()
 	if err != nil {
 		return fail(err)
 	}
-	enf.Rlimits = rl
-
-	if c.Template && c.Rootless {
-		if err := templateCaps(&enf); err != nil {
-			return fail(err)
-		}
-	} else if err := dropPrivileges(&c, &enf); err != nil {
-		return fail(err)
-	}
-	// setresuid cleared PDEATHSIG: arm it again, then make sure the host
-	// did not die before it was armed (getppid is 0 in a new pid ns, so
-	// ask the lifeline pipe instead).
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		return fail(stepErr("set PDEATHSIG", err))
-	}
+	// setresuid cleared PDEATHSIG, which the plan armed again after it:
+	// make sure the host did not die before (getppid is 0 in a new pid
+	// ns, so ask the lifeline pipe instead).
 	if hostGone() {
 		return 125
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(stepErr("set no_new_privs", err))
-	}
-	enf.NoNewPrivs = true
-	// Not dumpable: the payload cannot open /proc/1/mem and friends.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fail(stepErr("clear dumpable", err))
-	}
-	if err := loadSeccomp(c.Template); err != nil {
-		return fail(stepErr("load seccomp filter", err))
-	}
-	enf.Seccomp = true
-	dir := c.Dir
-	if dir == "" {
-		dir = "/workspace"
-	}
-	if err := unix.Chdir(dir); err != nil {
-		return fail(stepErr("chdir "+dir, err))
-	}
 
 	if c.InProcess != "" {
-		code, ran := runInProcess(&c, &enf, report)
+		code, ran := runInProcess(&c, reports, report)
 		if !ran {
 			return fail(stepErr("run the stage "+c.InProcess, unix.ENOENT))
 		}
@@ -159,7 +116,7 @@ func runInit() int {
 	if err != nil {
 		return fail(err)
 	}
-	report(Status{Enf: &enf})
+	report(Status{Reports: reports})
 	unix.Close(FDLifeline)
 	if c.Template {
 		// The template's descriptors are its own: a template that dies
@@ -199,12 +156,12 @@ func reapAll() {
 // stage applies the limit to the processes it starts (the supervisor
 // does so for its Python worker). It reports ran=false for an unknown
 // stage.
-func runInProcess(c *Config, enf *Enforcement, report func(Status)) (code int, ran bool) {
+func runInProcess(c *Config, reports map[string]int64, report func(Status)) (code int, ran bool) {
 	fn := inProcess[c.InProcess]
 	if fn == nil {
 		return 0, false
 	}
-	report(Status{Enf: enf})
+	report(Status{Reports: reports})
 	unix.Close(FDLifeline)
 	for i := 0; i < c.ExtraCount; i++ {
 		if err := unix.Dup3(c.ExtraFirst+i, 3+i, 0); err != nil {
@@ -220,72 +177,11 @@ func runInProcess(c *Config, enf *Enforcement, report func(Status)) (code int, r
 	return fn(c.Args), true
 }
 
-// setRlimits sets every rlimit except RLIMIT_AS on init itself (the
-// payload inherits them). RLIMIT_AS is applied by the payload launcher
-// because the Go runtime of init reserves more address space than a
-// payload limit would allow. A jail cannot raise a hard limit, so a value
-// above the host's hard limit is clamped to it.
-func setRlimits(c *Config) (map[string]uint64, error) {
-	out := map[string]uint64{}
-	set := func(name string, res int, v uint64) error {
-		var cur syscall.Rlimit
-		if err := syscall.Getrlimit(res, &cur); err != nil {
-			return stepErr("get RLIMIT_"+name, err)
-		}
-		v = min(v, cur.Max)
-		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
-			return stepErr("set RLIMIT_"+name, err)
-		}
-		out[name] = v
-		return nil
-	}
-	for _, l := range []struct {
-		name string
-		res  int
-		v    uint64
-	}{
-		{"CORE", unix.RLIMIT_CORE, 0},
-		{"CPU", unix.RLIMIT_CPU, c.CPU},
-		{"FSIZE", unix.RLIMIT_FSIZE, c.Fsize},
-		{"NOFILE", unix.RLIMIT_NOFILE, c.Nofile},
-		{"NPROC", unix.RLIMIT_NPROC, c.Nproc},
-	} {
-		if err := set(l.name, l.res, l.v); err != nil {
-			return nil, err
-		}
-	}
-	if c.AddressSpace >= 0 {
-		var cur syscall.Rlimit
-		if err := syscall.Getrlimit(unix.RLIMIT_AS, &cur); err == nil {
-			out["AS"] = min(uint64(c.AddressSpace), cur.Max)
-		}
-	}
-	return out, nil
-}
-
 // hostGone reports whether the host end of the lifeline pipe is closed.
 func hostGone() bool {
 	fds := []unix.PollFd{{Fd: FDLifeline, Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0
-}
-
-// loopbackUp brings up the private lo of the jail's network namespace.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // payloadPath resolves Spec.Args[0] inside the jail.

@@ -56,6 +56,7 @@ var layers = map[string]int{
 	"internal/sandboxbin/codemode-stage": 0,
 	"internal/sandboxbin":                10,
 	"internal/initstage":                 8,
+	"internal/jailplan":                  10,
 	"sandboxserver":                      6,
 	"internal/launch":                    6,
 	"internal/server":                    7,

@@ -97,10 +97,10 @@ func Program(template bool) []bpf.Instruction {
 	)
 }
 
-// FilterBytes is the session filter as the kernel takes it: struct
-// sock_filter entries, for a session that loads it itself.
-func FilterBytes() ([]byte, error) {
-	raw, err := bpf.Assemble(Program(false))
+// FilterBytes is Program(template) as the kernel takes it: struct
+// sock_filter entries, for a jail's setup plan to load.
+func FilterBytes(template bool) ([]byte, error) {
+	raw, err := bpf.Assemble(Program(template))
 	if err != nil {
 		return nil, err
 	}
