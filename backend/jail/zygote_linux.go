@@ -307,7 +307,8 @@ func startZygote(cfg Config, key string) (*zygote, error) {
 // before it is chosen, as zygote.py takes them: "name" (the template's
 // own), "enter" (a session's namespaces: inside, it is PayloadID in both
 // modes, mapped onto the template's own ids, PayloadID as root and 0
-// rootless) and "prepare" (its mounts, names and loopback).
+// rootless) and "prepare" (its mounts, names, loopback, bounding set and
+// securebits).
 func templatePlans(cfg Config) ([]byte, error) {
 	tid := PayloadID
 	if os.Geteuid() != 0 {
@@ -316,8 +317,9 @@ func templatePlans(cfg Config) ([]byte, error) {
 	return json.Marshal(map[string]jailplan.Plan{
 		"name":  jailplan.Named("codemode-zygote"),
 		"enter": jailplan.Enter(jailplan.IDMap{Inside: PayloadID, UID: tid, GID: tid}),
-		"prepare": jailplan.Prepare(jailplan.Mounts{
+		"prepare": jailplan.Prepare(jailplan.Blank{
 			Name: "codemode-spare", WorkspaceBytes: cfg.WorkspaceBytes, TmpBytes: cfg.TmpBytes, UID: PayloadID,
+			Rootless: os.Geteuid() != 0,
 		}),
 	})
 }
@@ -634,7 +636,7 @@ func forkSession(ctx context.Context, cfg Config, c launch.Command, connector *o
 		nproc += 16 // as Start: the pids cgroup trips first
 	}
 	plan, err := jailplan.Lock{
-		Name: "codemode-forked", CgroupNS: true, Files: cfg.Files, FilesBytes: filesBytes,
+		Name: "codemode-forked", Prepared: true, CgroupNS: true, Files: cfg.Files, FilesBytes: filesBytes,
 		Limits: jailplan.Limits{
 			CPU: uint64(cfg.CPUSeconds), FileSize: uint64(cfg.FileSizeBytes), OpenFiles: uint64(cfg.OpenFiles), Processes: nproc,
 		},

@@ -62,17 +62,24 @@ func (b *Builder) name(name string) {
 	}
 }
 
-// Mounts are the writable mounts of a session forked from a template.
-type Mounts struct {
+// Blank is what a session forked from a template gets before it is
+// chosen: its writable mounts, and the locks that hold whatever it will
+// run.
+type Blank struct {
 	Name                     string // the process's name while it waits, if not ""
 	WorkspaceBytes, TmpBytes int64
 	UID                      int // owner of /workspace, inside
+	Rootless                 bool
 }
 
 // Prepare is what every session of a template gets before it is chosen,
 // as its pid 1: private mounts, its own procfs, empty /workspace, /tmp and
-// /dev/shm, its names and its loopback (see [Lock.Names]).
-func Prepare(m Mounts) Plan {
+// /dev/shm, its names and its loopback (see [Lock.Names]), and, of its
+// privileges, what leaves the capabilities it still needs for the rest
+// (the bounding and ambient sets emptied, securebits set and locked; see
+// [Lock.Prepared]). A session is taken from the template ahead of its
+// request, so none of this is on its start's path.
+func Prepare(m Blank) Plan {
 	var b Builder
 	b.name(m.Name)
 	b.mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
@@ -83,6 +90,7 @@ func Prepare(m Mounts) Plan {
 	b.mount("mount tmpfs /tmp", "tmpfs", "/tmp", "tmpfs", nsd, fmt.Sprintf("mode=1777,size=%d", m.TmpBytes))
 	b.mount("mount tmpfs /dev/shm", "tmpfs", "/dev/shm", "tmpfs", nsd, fmt.Sprintf("mode=1777,size=%d", m.TmpBytes))
 	b.names()
+	b.bounds(m.Rootless, DropAll)
 	return b.Plan()
 }
 
@@ -118,6 +126,9 @@ type Lock struct {
 	// Names sets the hostname and NIS domain to [Hostname] and brings lo
 	// up (a forked session had this done by [Prepare]).
 	Names bool
+	// Prepared skips what [Prepare] did of the privilege drop: the
+	// bounding and ambient sets, and securebits.
+	Prepared bool
 	// CgroupNS enters a cgroup namespace rooted at the cgroups the host
 	// has put the jail in (a cold jail's init does this before it reads
 	// its config).
@@ -210,9 +221,12 @@ func Securebits(rootless bool, p Privileges) int64 {
 	return bits
 }
 
-func (b *Builder) privileges(l Lock) {
+// bounds empties the bounding set (but for p's capability) and the
+// ambient set, and sets and locks securebits: none of it takes a
+// capability the process holds now.
+func (b *Builder) bounds(rootless bool, p Privileges) {
 	keep := -1
-	if l.Privileges == KeepSetfcap {
+	if p == KeepSetfcap {
 		keep = unix.CAP_SETFCAP
 	}
 	for c := 0; c <= 63; c++ {
@@ -227,8 +241,18 @@ func (b *Builder) privileges(l Lock) {
 	}
 	// A kernel that refuses securebits leaves the jail to its other
 	// locks; the read-back shows it.
-	b.Call("set securebits", unix.SYS_PRCTL, Int(unix.PR_SET_SECUREBITS), Int(Securebits(l.Rootless, l.Privileges)), Int(0), Int(0), Int(0)).
+	b.Call("set securebits", unix.SYS_PRCTL, Int(unix.PR_SET_SECUREBITS), Int(Securebits(rootless, p)), Int(0), Int(0), Int(0)).
 		Allowing(int(unix.EPERM), int(unix.EINVAL))
+}
+
+func (b *Builder) privileges(l Lock) {
+	keep := -1
+	if l.Privileges == KeepSetfcap {
+		keep = unix.CAP_SETFCAP
+	}
+	if !l.Prepared {
+		b.bounds(l.Rootless, l.Privileges)
+	}
 	if l.SetIDs {
 		b.Call("clear supplementary groups", unix.SYS_SETGROUPS, Int(0), Int(0)).OnAllThreads()
 		b.Call("setresgid", unix.SYS_SETRESGID, Int(l.GID), Int(l.GID), Int(l.GID)).OnAllThreads()
