@@ -131,6 +131,28 @@ func Missing(tb testing.TB, c Capability, why ...any) {
 	tb.Skip(b.String())
 }
 
+// Without lets tb go on without c, by instead (what the test uses in its
+// place, as "the unsandboxed backend"), for a test whose point is not c;
+// why is as for [Missing]. Where c is [Required] it fails tb, as Missing
+// does: a substitute must never hide a missing capability from a run that
+// requires all. Otherwise it logs what is missing, how to provide it, and
+// what the test uses instead.
+func Without(tb testing.TB, c Capability, instead string, why ...any) {
+	tb.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "missing: %s", c.what)
+	if s := strings.TrimSpace(fmt.Sprint(why...)); s != "" {
+		fmt.Fprintf(&b, " (%s)", s)
+	}
+	fmt.Fprintf(&b, "\nto run this test with it: %s", c.how)
+	if Required(c) {
+		fmt.Fprintf(&b, "\n%s: a missing capability fails the test instead of its running on %s", c.requiredBy(), instead)
+		tb.Fatal(b.String())
+	}
+	fmt.Fprintf(&b, "\nthe test runs on %s instead (%s makes this a failure)", instead, strings.Join(c.switches(), " or "))
+	tb.Log(b.String())
+}
+
 // switches are the settings that make c required.
 func (c Capability) switches() []string {
 	s := []string{RequireAll + "=1"}

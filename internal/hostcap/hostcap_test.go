@@ -175,3 +175,63 @@ func TestNoOtherSwitch(t *testing.T) {
 		t.Errorf("%s reads a CODEMODE_REQUIRE_ variable itself: skip through hostcap.Missing, or ask hostcap.Required", f)
 	}
 }
+
+// TestWithoutChild goes on without the capability named by childEnv: run
+// by TestWithout in a process of its own.
+func TestWithoutChild(t *testing.T) {
+	name := os.Getenv(childEnv)
+	if name == "" {
+		t.Skip("run by TestWithout in a process of its own")
+	}
+	for _, c := range capabilities {
+		if c.name == name {
+			Without(t, c, "a stand-in", "faked absent by TestWithout")
+			t.Log("went on")
+			return
+		}
+	}
+	t.Fatalf("no capability %q", name)
+}
+
+// TestWithout runs a test that goes on without its capability: it passes
+// and logs what it used instead, unless a variable requires the
+// capability, and then it fails, so that a substitute never hides a
+// missing capability from CODEMODE_REQUIRE_ALL=1.
+func TestWithout(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		fail bool
+	}{{"", false}, {"CODEMODE_REQUIRE_ALL=1", true}, {"CODEMODE_REQUIRE_DOCKER=1", false}} {
+		t.Run(tc.env, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestWithoutChild$", "-test.v", "-test.count=1")
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "CODEMODE_REQUIRE_") && !strings.HasPrefix(kv, childEnv+"=") {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
+			cmd.Env = append(cmd.Env, childEnv+"="+UserNS.name)
+			if tc.env != "" {
+				cmd.Env = append(cmd.Env, tc.env)
+			}
+			out, err := cmd.CombinedOutput()
+			words := strings.Join(strings.Fields(string(out)), " ")
+			want := []string{"missing: " + UserNS.what + " (faked absent by TestWithout)"}
+			if tc.fail {
+				if err == nil || !strings.Contains(words, "--- FAIL: TestWithoutChild") || strings.Contains(words, "went on") {
+					t.Fatalf("with %q the test did not fail (%v):\n%s", tc.env, err, out)
+				}
+				want = append(want, "a missing capability fails the test instead of its running on a stand-in")
+			} else {
+				if err != nil || !strings.Contains(words, "--- PASS: TestWithoutChild") || !strings.Contains(words, "went on") {
+					t.Fatalf("with %q the test did not go on (%v):\n%s", tc.env, err, out)
+				}
+				want = append(want, "the test runs on a stand-in instead (CODEMODE_REQUIRE_ALL=1 makes this a failure)")
+			}
+			for _, w := range want {
+				if !strings.Contains(words, w) {
+					t.Errorf("the test's message lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
