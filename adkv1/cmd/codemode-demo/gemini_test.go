@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -72,6 +73,7 @@ func TestGeminiDemo(t *testing.T) {
 	cancel()
 	switch {
 	case errors.Is(err, jail.ErrUnsupported):
+		hostcap.Without(t, hostcap.UserNS, "the unsandboxed backend", err)
 		backend = "unsandboxed"
 	case err != nil:
 		t.Fatal(err)

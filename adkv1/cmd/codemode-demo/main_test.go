@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -22,6 +23,7 @@ func TestScriptedDemo(t *testing.T) {
 	cancel()
 	switch {
 	case errors.Is(err, jail.ErrUnsupported):
+		hostcap.Without(t, hostcap.UserNS, "the unsandboxed backend", err)
 		backend = "unsandboxed"
 	case err != nil:
 		t.Fatal(err)
