@@ -1,6 +1,7 @@
 // Package sandboxserver is what runs inside a sandbox: the server of one
 // session, which speaks the frame protocol (docs/protocol.md) with the host
-// and owns the session's persistent Python worker.
+// and owns the session's persistent Python worker; and the host's end of
+// such a session.
 //
 // [Serve] serves a session over a pair of streams, such as a container's
 // standard input and output. The codemode-sandbox command
@@ -21,6 +22,12 @@
 // regular files the block created or changed in the working directory;
 // the host fetches them by name, and the server opens them beneath the
 // workspace, refusing every symlink.
+//
+// [Connect] is the other end: the host's side of one session over any
+// byte stream to such a server. With it, a backend of your own is a way to
+// start a sandbox and reach its server; the package's example test
+// (processBackend, under 70 lines) is one, and passes the transporttest
+// suite that the library's backends pass.
 //
 // Local backends do not use this package: they run the same server in the
 // host's process, attached to a worker under a supervisor in the sandbox

@@ -10,13 +10,12 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/internal/hostcap"
-	"github.com/adk-codemode/codemode/internal/wire"
 	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
 )
 
-// TestServe runs a session through the public entry point over a pair of
-// pipes, as a container's standard streams carry it: the tools package in
+// TestServe runs a session through the public entry points, Serve and
+// Connect, over a pair of pipes, as a container's standard streams carry it: the tools package in
 // FilesDir is importable, state carries from block to block, a file the
 // code writes is reported, and the session ends when the host closes it.
 func TestServe(t *testing.T) {
@@ -39,7 +38,11 @@ func TestServe(t *testing.T) {
 		})
 		sandboxW.Close()
 	}()
-	c, err := wire.NewClient(t.Context(), wire.NewConn(hostR, hostW, hostW, 0), transport.SessionConfig{}, wire.ClientOptions{})
+	stream := struct {
+		io.Reader
+		io.WriteCloser
+	}{hostR, hostW}
+	c, err := sandboxserver.Connect(t.Context(), stream, transport.SessionConfig{}, sandboxserver.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
