@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/adk-codemode/codemode/backend/docker"
+	"github.com/adk-codemode/codemode/backend/warm"
 	"github.com/adk-codemode/codemode/internal/sessionbench"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -82,7 +83,7 @@ func BenchmarkSessionColdStart(b *testing.B) {
 // BenchmarkSessionStartPooled takes sessions from a pool that started
 // their containers ahead; each round waits, untimed, for the pool to refill.
 func BenchmarkSessionStartPooled(b *testing.B) {
-	p := &transport.Pool{Backend: engine(b, docker.Config{}), Size: 1}
+	p := &warm.Pool{Backend: engine(b, docker.Config{}), Size: 1}
 	defer p.Close()
 	// The pool fills for the files of the sessions it was asked for.
 	s, err := p.Open(context.Background(), transport.SessionConfig{})

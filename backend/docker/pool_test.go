@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/docker"
+	"github.com/adk-codemode/codemode/backend/warm"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -13,7 +14,7 @@ import (
 // the session asked for, its calls reach the handler given to Open, and
 // nothing of another session is in it.
 func TestPool(t *testing.T) {
-	p := &transport.Pool{Backend: engine(t, docker.Config{}), Size: 1}
+	p := &warm.Pool{Backend: engine(t, docker.Config{}), Size: 1}
 	defer p.Close()
 	files := map[string][]byte{"tools/__init__.py": []byte(
 		"from codemode_runtime import call\n\ndef hello(name):\n    return call('hello', {'name': name})\n")}

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/backend/warm"
 	"github.com/adk-codemode/codemode/transport"
 )
 
-func waitPool(t testing.TB, p *transport.Pool) {
+func waitPool(t testing.TB, p *warm.Pool) {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); p.Ready() == 0; {
 		if time.Now().After(deadline) {
@@ -23,7 +24,7 @@ func waitPool(t testing.TB, p *transport.Pool) {
 // session asked for, tool calls reach the handler given to Open, and
 // nothing of an earlier session is in it.
 func TestPool(t *testing.T) {
-	p := &transport.Pool{Backend: &jail.Backend{}, Size: 1}
+	p := &warm.Pool{Backend: &jail.Backend{}, Size: 1}
 	defer p.Close()
 	files := map[string][]byte{"tools/__init__.py": []byte(
 		"from codemode_runtime import call\n\ndef hello(name):\n    return call('hello', {'name': name})\n")}
@@ -59,7 +60,7 @@ func TestPool(t *testing.T) {
 // refill after each Open is waited for outside the timed part.
 func BenchmarkSessionStartPooled(b *testing.B) {
 	be := &jail.Backend{}
-	p := &transport.Pool{Backend: be, Size: 1}
+	p := &warm.Pool{Backend: be, Size: 1}
 	defer p.Close()
 	s, err := p.Open(context.Background(), transport.SessionConfig{})
 	if err != nil {

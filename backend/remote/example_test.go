@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/adk-codemode/codemode/backend/remote"
-	"github.com/adk-codemode/codemode/transport"
+	"github.com/adk-codemode/codemode/backend/warm"
 )
 
 // A backend for a platform that hands out one sandbox per claim: the
@@ -24,7 +24,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	// Pool keeps a session started ahead of need.
-	pool := &transport.Pool{Backend: b, Size: 2}
+	pool := &warm.Pool{Backend: b, Size: 2}
 	defer pool.Close()
 	_ = pool // pool.Open(ctx, cfg) hands over a ready session
 }

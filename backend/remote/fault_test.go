@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/backend/warm"
 	"github.com/adk-codemode/codemode/internal/wsproto"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -402,7 +403,7 @@ func TestProvisionerReleases(t *testing.T) {
 }
 
 func TestPool(t *testing.T) {
-	p := &transport.Pool{Backend: newBackend(t, remote.Config{Provision: provisioner(t), Secret: testSecret}), Size: 1}
+	p := &warm.Pool{Backend: newBackend(t, remote.Config{Provision: provisioner(t), Secret: testSecret}), Size: 1}
 	defer p.Close()
 	for range 2 {
 		s := open(t, p, transport.SessionConfig{Tools: transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {

@@ -51,6 +51,7 @@ var layers = map[string]int{
 	"backend/unsandboxed":                5,
 	"backend/remote":                     6,
 	"backend/docker":                     6,
+	"backend/warm":                       7,
 	"internal/wsserve":                   5,
 	"backend/jail/internal/floor":        6,
 	"internal/sandboxbin/codemode-stage": 0,
@@ -81,6 +82,11 @@ var layers = map[string]int{
 	"internal/egressrelay":               10,
 	"internal/syscallpolicy":             11,
 }
+
+// stdlibOnly are packages that import nothing but the standard library
+// outside their tests: the contract, which every backend implements, is
+// worth no dependency of its own.
+var stdlibOnly = map[string]bool{"transport": true}
 
 // standalone are packages that import no package of this repository
 // outside their tests: the OpenAPI toolsets are plain ADK toolsets, of use
@@ -130,6 +136,9 @@ func checkModule(list string) []string {
 			continue
 		}
 		for i, imp := range strings.Fields(f[1] + " " + f[2]) {
+			if stdlibOnly[from] && i < len(strings.Fields(f[1])) && strings.Contains(strings.Split(imp, "/")[0], ".") {
+				bad = append(bad, fmt.Sprintf("%s imports %s: it is the contract, and imports only the standard library", from, imp))
+			}
 			if !strings.HasPrefix(imp, module+"/") || imp == pkg {
 				continue
 			}
@@ -159,6 +168,8 @@ func TestCheckModuleFindsBreaks(t *testing.T) {
 		{"unlisted", module + "/newpkg||", "has no place in the layout"},
 		{"across lines", module + "/adkv1/callbacks|" + module + "/plugin/codemode|", "the adapters of one ADK line may not import the other's"},
 		{"toolset", module + "/toolset/openapi|" + module + "/schema|", "imports no package of Code Mode"},
+		{"contract", module + "/transport|go.opentelemetry.io/otel/metric|", "imports only the standard library"},
+		{"contract on the repository", module + "/transport|" + module + "/internal/clip|", "imports only the standard library"},
 		{"malformed", "no bars here", "unexpected line"},
 	} {
 		got := strings.Join(checkModule(c.list), "\n")
@@ -168,6 +179,9 @@ func TestCheckModuleFindsBreaks(t *testing.T) {
 	}
 	if bad := checkModule(module + "/render|" + module + "/schema|" + module + "/backend/jail"); len(bad) != 0 {
 		t.Errorf("a layout that runs down was refused: %v", bad)
+	}
+	if bad := checkModule(module + "/transport|context net/http|go.opentelemetry.io/otel/sdk/metric"); len(bad) != 0 {
+		t.Errorf("a contract on the standard library, whose tests import more, was refused: %v", bad)
 	}
 	if bad := checkModule(module + "/toolset/openapi||" + module + "/render"); len(bad) != 0 {
 		t.Errorf("an OpenAPI toolset whose tests import the renderer was refused: %v", bad)

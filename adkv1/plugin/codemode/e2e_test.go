@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adk-codemode/codemode/backend/warm"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/google/go-cmp/cmp"
 
@@ -490,12 +491,12 @@ func (b *recordingBackend) Open(ctx context.Context, cfg transport.SessionConfig
 	return rs, nil
 }
 
-// TestPooledBackend runs turns in sandboxes that a transport.Pool started
+// TestPooledBackend runs turns in sandboxes that a warm.Pool started
 // ahead: each turn gets a fresh one with its own tool calls answered, and
 // nothing of the turn before.
 func TestPooledBackend(t *testing.T) {
 	rec := &recordingBackend{Backend: testBackend(t)}
-	pool := &transport.Pool{Backend: rec, Size: 1}
+	pool := &warm.Pool{Backend: rec, Size: 1}
 	defer pool.Close()
 	m := newScript().
 		on("first", run(`from tools import get_weather

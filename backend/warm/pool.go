@@ -1,4 +1,4 @@
-package transport
+package warm
 
 import (
 	"context"
@@ -14,22 +14,24 @@ import (
 
 	"github.com/adk-codemode/codemode/internal/clip"
 	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/transport"
 )
 
-// Pool is a [Backend] that keeps sessions of another backend started ahead
-// of need, so that Open hands over a ready sandbox instead of starting one.
-// A pooled session has never run code: each is used by one Open only, and
-// its sandbox is as fresh as a cold one. Sessions are pooled per set of
-// [SessionConfig.Files] (the generated tools package), which is the same for
-// every turn of an agent; an Open with other files starts a session the
-// usual way, and the pool then fills with sessions for those files. The
-// tool handler is attached when the session is handed over.
+// Pool is a [transport.Backend] that keeps sessions of another backend
+// started ahead of need, so that Open hands over a ready sandbox instead
+// of starting one. A pooled session has never run code: each is used by
+// one Open only, and its sandbox is as fresh as a cold one. Sessions are
+// pooled per set of [transport.SessionConfig.Files] (the generated tools
+// package), which is the same for every turn of an agent; an Open with
+// other files starts a session the usual way, and the pool then fills with
+// sessions for those files. The tool handler is attached when the session
+// is handed over.
 //
 // A pooled sandbox holds its memory while it waits. Close the pool to end
 // the sessions it holds; they also end with the process.
 type Pool struct {
 	// Backend starts the sessions.
-	Backend Backend
+	Backend transport.Backend
 	// Size is how many sessions are kept ready. Zero means 1.
 	Size int
 	// StartTimeout bounds the start of a session in the background. Zero
@@ -51,37 +53,39 @@ type Pool struct {
 	wg       sync.WaitGroup
 }
 
-var _ Backend = (*Pool)(nil)
+var _ transport.Backend = (*Pool)(nil)
 
 type pooled struct {
-	s     Session
+	s     transport.Session
 	tools *lateTools
 }
 
 // lateTools is the tool handler of a pooled session: calls go to the
 // handler set when the session is handed over.
-type lateTools struct{ h atomic.Pointer[ToolHandler] }
+type lateTools struct {
+	h atomic.Pointer[transport.ToolHandler]
+}
 
-func (l *lateTools) CallTool(ctx context.Context, call ToolCall) ToolResult {
+func (l *lateTools) CallTool(ctx context.Context, call transport.ToolCall) transport.ToolResult {
 	if h := l.h.Load(); h != nil && *h != nil {
 		return (*h).CallTool(ctx, call)
 	}
-	return Errorf("ToolNotFound", "no tool named %q: this session has no tools", clip.String(call.Name, 200))
+	return transport.Errorf("ToolNotFound", "no tool named %q: this session has no tools", clip.String(call.Name, 200))
 }
 
 // Name is the pooled backend's name.
 func (p *Pool) Name() string { return p.Backend.Name() }
 
-// DescribeNetwork is the pooled backend's (see [NetworkOf]).
-func (p *Pool) DescribeNetwork() string { return NetworkOf(p.Backend) }
+// DescribeNetwork is the pooled backend's (see [transport.NetworkOf]).
+func (p *Pool) DescribeNetwork() string { return transport.NetworkOf(p.Backend) }
 
-// MetersEgress passes the backend's [EgressMetering] through.
-func (p *Pool) MetersEgress() bool { return MetersEgress(p.Backend) }
+// MetersEgress passes the backend's [transport.EgressMetering] through.
+func (p *Pool) MetersEgress() bool { return transport.MetersEgress(p.Backend) }
 
 func (p *Pool) size() int { return max(p.Size, 1) }
 
 // poolKey identifies the sessions that can stand in for one another.
-func poolKey(cfg SessionConfig) [32]byte {
+func poolKey(cfg transport.SessionConfig) [32]byte {
 	h := sha256.New()
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(cfg.MaxConcurrentCalls))
@@ -105,7 +109,7 @@ func poolKey(cfg SessionConfig) [32]byte {
 
 // Open hands over a ready session started with the same files, and starts
 // another in the background; without one, it starts a session itself.
-func (p *Pool) Open(ctx context.Context, cfg SessionConfig) (Session, error) {
+func (p *Pool) Open(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {
 	key := poolKey(cfg)
 	p.mu.Lock()
 	if p.closed {
@@ -157,15 +161,15 @@ func (p *Pool) observer() *observe.Observer {
 }
 
 // pooledSession is a session handed over from the pool, which says so to
-// traces ([StartReporter]).
-type pooledSession struct{ Session }
+// traces ([transport.StartReporter]).
+type pooledSession struct{ transport.Session }
 
 // StartPath is "pooled": the session was started ahead, before it was
 // asked for.
 func (pooledSession) StartPath() (path, reason string) { return "pooled", "" }
 
-// Unwrap is the session the pool started ([EgressMeterOf]).
-func (s pooledSession) Unwrap() Session { return s.Session }
+// Unwrap is the session the pool started ([transport.EgressMeterOf]).
+func (s pooledSession) Unwrap() transport.Session { return s.Session }
 
 // Err passes the pooled session's liveness through.
 func (s pooledSession) Err() error {
@@ -176,14 +180,14 @@ func (s pooledSession) Err() error {
 }
 
 // failed reports whether a session's connection has already ended.
-func failed(s Session) bool {
+func failed(s transport.Session) bool {
 	e, ok := s.(interface{ Err() error })
 	return ok && e.Err() != nil
 }
 
 // refillLocked starts sessions in the background until ready and starting
 // ones make Size. Callers hold mu.
-func (p *Pool) refillLocked(cfg SessionConfig) {
+func (p *Pool) refillLocked(cfg transport.SessionConfig) {
 	if p.closed || p.failed != nil {
 		return
 	}
@@ -191,7 +195,7 @@ func (p *Pool) refillLocked(cfg SessionConfig) {
 	for len(p.ready)+p.starting < p.size() {
 		p.starting++
 		tools := &lateTools{}
-		bg := SessionConfig{Files: cfg.Files, Tools: tools, MaxConcurrentCalls: cfg.MaxConcurrentCalls}
+		bg := transport.SessionConfig{Files: cfg.Files, Tools: tools, MaxConcurrentCalls: cfg.MaxConcurrentCalls}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()

@@ -1,4 +1,4 @@
-package transport
+package warm
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/adk-codemode/codemode/transport"
 )
 
 // poolBackend counts the sessions it opens and can be told to fail.
@@ -19,13 +21,13 @@ type poolBackend struct {
 }
 
 type poolSession struct {
-	cfg    SessionConfig
+	cfg    transport.SessionConfig
 	closed bool
 	dead   error
 }
 
-func (s *poolSession) Environment() Environment { return Environment{} }
-func (s *poolSession) Exec(ctx context.Context, b Block) (*Result, error) {
+func (s *poolSession) Environment() transport.Environment { return transport.Environment{} }
+func (s *poolSession) Exec(ctx context.Context, b transport.Block) (*transport.Result, error) {
 	return nil, errors.New("not used")
 }
 func (s *poolSession) ReadFile(ctx context.Context, path string) ([]byte, error) {
@@ -36,7 +38,7 @@ func (s *poolSession) Err() error   { return s.dead }
 
 func (b *poolBackend) Name() string { return "fake" }
 
-func (b *poolBackend) Open(ctx context.Context, cfg SessionConfig) (Session, error) {
+func (b *poolBackend) Open(ctx context.Context, cfg transport.SessionConfig) (transport.Session, error) {
 	time.Sleep(b.delay)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -51,14 +53,14 @@ func (b *poolBackend) Open(ctx context.Context, cfg SessionConfig) (Session, err
 // pooled is the session that the pool started for itself: of the first
 // two opened, the one that the first Open (a miss, started directly while
 // the refill runs in the background, in either order) did not return.
-func (b *poolBackend) pooled(t *testing.T, direct Session) *poolSession {
+func (b *poolBackend) pooled(t *testing.T, direct transport.Session) *poolSession {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.opened) < 2 {
 		t.Fatalf("%d sessions opened, want 2", len(b.opened))
 	}
-	if Session(b.opened[0]) == direct {
+	if transport.Session(b.opened[0]) == direct {
 		return b.opened[1]
 	}
 	return b.opened[0]
@@ -81,8 +83,10 @@ func waitReady(t *testing.T, p *Pool, n int) {
 	}
 }
 
-func handler(v string) ToolHandler {
-	return ToolHandlerFunc(func(ctx context.Context, c ToolCall) ToolResult { return ToolResult{Value: v} })
+func handler(v string) transport.ToolHandler {
+	return transport.ToolHandlerFunc(func(ctx context.Context, c transport.ToolCall) transport.ToolResult {
+		return transport.ToolResult{Value: v}
+	})
 }
 
 func TestPoolHandsOverStartedSessions(t *testing.T) {
@@ -93,11 +97,11 @@ func TestPoolHandsOverStartedSessions(t *testing.T) {
 	files := map[string][]byte{"tools/__init__.py": []byte("")}
 
 	// A miss: the caller's session is started for it, and the pool fills.
-	s1, err := p.Open(t.Context(), SessionConfig{Files: files, Tools: handler("first")})
+	s1, err := p.Open(t.Context(), transport.SessionConfig{Files: files, Tools: handler("first")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s1.(*poolSession).cfg.Tools.CallTool(t.Context(), ToolCall{}).Value; got != "first" {
+	if got := s1.(*poolSession).cfg.Tools.CallTool(t.Context(), transport.ToolCall{}).Value; got != "first" {
 		t.Errorf("cold session's tool answered %v", got)
 	}
 	waitReady(t, p, 2)
@@ -106,21 +110,21 @@ func TestPoolHandsOverStartedSessions(t *testing.T) {
 	}
 
 	// A hit: a started session, with this Open's tools, and a refill.
-	s2, err := p.Open(t.Context(), SessionConfig{Files: files, Tools: handler("second")})
+	s2, err := p.Open(t.Context(), transport.SessionConfig{Files: files, Tools: handler("second")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if path, _ := s2.(StartReporter).StartPath(); path != "pooled" {
+	if path, _ := s2.(transport.StartReporter).StartPath(); path != "pooled" {
 		t.Errorf("a pooled session's start path %q, want pooled", path)
 	}
-	if _, ok := s1.(StartReporter); ok {
+	if _, ok := s1.(transport.StartReporter); ok {
 		t.Error("the session started on a miss says it was pooled")
 	}
 	ps := s2.(pooledSession).Session.(*poolSession)
 	if ps == s1 || ps.closed {
 		t.Fatalf("got the cold session or a closed one")
 	}
-	if got := ps.cfg.Tools.CallTool(t.Context(), ToolCall{}).Value; got != "second" {
+	if got := ps.cfg.Tools.CallTool(t.Context(), transport.ToolCall{}).Value; got != "second" {
 		t.Errorf("pooled session's tool answered %v, want the handler given to Open", got)
 	}
 	waitReady(t, p, 2)
@@ -128,7 +132,7 @@ func TestPoolHandsOverStartedSessions(t *testing.T) {
 		t.Errorf("opened %d sessions, want 4 (one refill)", b.count())
 	}
 	// A session is handed out once.
-	s3, _ := p.Open(t.Context(), SessionConfig{Files: files})
+	s3, _ := p.Open(t.Context(), transport.SessionConfig{Files: files})
 	if s3 == s2 || s3 == s1 {
 		t.Error("a session was handed out twice")
 	}
@@ -151,7 +155,7 @@ func TestPoolHandsOverStartedSessions(t *testing.T) {
 	if got["codemode.pool.misses"] != 1 || got["codemode.pool.size"] < 1 {
 		t.Errorf("pool metrics %v, want one miss and a size", got)
 	}
-	if r := s3.(pooledSession).Session.(*poolSession).cfg.Tools.CallTool(t.Context(), ToolCall{Name: "x"}); r.Err == nil || r.Err.Type != "ToolNotFound" {
+	if r := s3.(pooledSession).Session.(*poolSession).cfg.Tools.CallTool(t.Context(), transport.ToolCall{Name: "x"}); r.Err == nil || r.Err.Type != "ToolNotFound" {
 		t.Errorf("nil tools: %+v, want ToolNotFound", r)
 	}
 }
@@ -161,7 +165,7 @@ func TestPoolOtherFilesStartAfresh(t *testing.T) {
 	p := &Pool{Backend: b, Size: 1}
 	defer p.Close()
 	a := map[string][]byte{"tools/a.py": []byte("a")}
-	first, err := p.Open(t.Context(), SessionConfig{Files: a})
+	first, err := p.Open(t.Context(), transport.SessionConfig{Files: a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +173,7 @@ func TestPoolOtherFilesStartAfresh(t *testing.T) {
 	old := b.pooled(t, first)
 
 	other := map[string][]byte{"tools/a.py": []byte("b")}
-	s, err := p.Open(t.Context(), SessionConfig{Files: other})
+	s, err := p.Open(t.Context(), transport.SessionConfig{Files: other})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +184,7 @@ func TestPoolOtherFilesStartAfresh(t *testing.T) {
 		t.Error("the pooled session for the old files was not closed")
 	}
 	waitReady(t, p, 1)
-	s, _ = p.Open(t.Context(), SessionConfig{Files: other})
+	s, _ = p.Open(t.Context(), transport.SessionConfig{Files: other})
 	if string(s.(pooledSession).Session.(*poolSession).cfg.Files["tools/a.py"]) != "b" {
 		t.Error("the pool did not refill with the new files")
 	}
@@ -190,14 +194,14 @@ func TestPoolSkipsDeadSessions(t *testing.T) {
 	b := &poolBackend{}
 	p := &Pool{Backend: b, Size: 1}
 	defer p.Close()
-	first, err := p.Open(t.Context(), SessionConfig{})
+	first, err := p.Open(t.Context(), transport.SessionConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, p, 1)
 	dead := b.pooled(t, first)
 	dead.dead = errors.New("the sandbox closed the connection")
-	s, err := p.Open(t.Context(), SessionConfig{})
+	s, err := p.Open(t.Context(), transport.SessionConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +214,7 @@ func TestPoolBackgroundFailure(t *testing.T) {
 	b := &poolBackend{fail: errors.New("no sandbox today")}
 	p := &Pool{Backend: b, Size: 1}
 	defer p.Close()
-	if _, err := p.Open(t.Context(), SessionConfig{}); err == nil || err.Error() != "no sandbox today" {
+	if _, err := p.Open(t.Context(), transport.SessionConfig{}); err == nil || err.Error() != "no sandbox today" {
 		t.Fatalf("err = %v, want the backend's", err)
 	}
 	p.wg.Wait()
@@ -218,7 +222,7 @@ func TestPoolBackgroundFailure(t *testing.T) {
 	b.fail = nil
 	b.mu.Unlock()
 	// The next Open starts its own session and the pool tries again.
-	if _, err := p.Open(t.Context(), SessionConfig{}); err != nil {
+	if _, err := p.Open(t.Context(), transport.SessionConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, p, 1)
@@ -227,7 +231,7 @@ func TestPoolBackgroundFailure(t *testing.T) {
 func TestPoolClose(t *testing.T) {
 	b := &poolBackend{delay: 50 * time.Millisecond}
 	p := &Pool{Backend: b, Size: 2}
-	mine, err := p.Open(t.Context(), SessionConfig{})
+	mine, err := p.Open(t.Context(), transport.SessionConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +250,7 @@ func TestPoolClose(t *testing.T) {
 	if len(b.opened) != 3 {
 		t.Errorf("opened %d sessions, want 3", len(b.opened))
 	}
-	if _, err := p.Open(context.Background(), SessionConfig{}); err == nil {
+	if _, err := p.Open(context.Background(), transport.SessionConfig{}); err == nil {
 		t.Error("Open after Close succeeded")
 	}
 }
@@ -259,20 +263,20 @@ func TestPoolFillsAfterFilesChangeMidStart(t *testing.T) {
 	b := &poolBackend{delay: 50 * time.Millisecond}
 	p := &Pool{Backend: b, Size: 1}
 	defer p.Close()
-	if _, err := p.Open(t.Context(), SessionConfig{Files: map[string][]byte{"tools/a.py": []byte("a")}}); err != nil {
+	if _, err := p.Open(t.Context(), transport.SessionConfig{Files: map[string][]byte{"tools/a.py": []byte("a")}}); err != nil {
 		t.Fatal(err)
 	}
 	// The refill for "a" is still starting (50 ms) when the files change.
 	other := map[string][]byte{"tools/a.py": []byte("b")}
-	if _, err := p.Open(t.Context(), SessionConfig{Files: other}); err != nil {
+	if _, err := p.Open(t.Context(), transport.SessionConfig{Files: other}); err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, p, 1)
-	s, err := p.Open(t.Context(), SessionConfig{Files: other})
+	s, err := p.Open(t.Context(), transport.SessionConfig{Files: other})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if path, _ := s.(StartReporter).StartPath(); path != "pooled" || string(s.(pooledSession).Session.(*poolSession).cfg.Files["tools/a.py"]) != "b" {
+	if path, _ := s.(transport.StartReporter).StartPath(); path != "pooled" || string(s.(pooledSession).Session.(*poolSession).cfg.Files["tools/a.py"]) != "b" {
 		t.Errorf("the third Open got a session started for it or for the old files")
 	}
 }
