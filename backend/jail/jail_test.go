@@ -809,7 +809,9 @@ print("Ifaces=" + ",".join(n for _, n in socket.if_nameindex()))
 		}
 	}
 	e := rep.Enf
-	if !e.Rootless || !e.CapsDropped || !e.Seccomp || !e.NoNewPrivs || e.Rlimits["NPROC"] == 0 {
+	if !e.Rootless || !e.CapsDropped || !e.Seccomp || !e.NoNewPrivs || e.Rlimits["NPROC"] == 0 ||
+		!(e.UserNS && e.MountNS && e.PIDNS && e.NetNS && e.IPCNS && e.UTSNS && e.CgroupNS) ||
+		!e.Loopback || !e.ReadOnlyRoot || !e.Securebits {
 		t.Errorf("rootless Enforcement:\n%s", e)
 	}
 	if e.Forked != (mode == "forked-probe") {

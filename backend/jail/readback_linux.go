@@ -31,8 +31,11 @@ var limitNames = map[string]string{
 // process (pid, in the host's pid namespace) in /proc, and what only the
 // jail can see (its ids and securebits), which its setup plan reported.
 // The jail must share no namespace with the processes in outside (the host,
-// and a forked session's template). Whatever cannot be read is reported as
-// not enforced.
+// and a forked session's template), and must have a seccomp filter of its
+// own: more filters stacked than each of them has. Whatever cannot be read
+// is reported as not enforced. no_new_privs, which a forked session
+// inherits from its template, is what the kernel shows; that the session
+// set it itself only its plan says (a plan stops at a step that fails).
 func readBack(pid int, outside []int, reports map[string]int64, securebits int64) Enforcement {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
 	var e Enforcement
@@ -60,7 +63,7 @@ func readBack(pid int, outside []int, reports map[string]int64, securebits int64
 		}
 	}
 	e.NoNewPrivs = status["NoNewPrivs"] == "1"
-	e.Seccomp = status["Seccomp"] == "2"
+	e.Seccomp = status["Seccomp"] == "2" && ownFilter(status, outside)
 	sb, ok := reports[jailplan.ReportSecurebits]
 	e.Securebits = ok && sb >= 0 && sb&securebits == securebits
 	e.ReadOnlyRoot = readOnly(dir+"mountinfo", "/", "/usr", "/etc")
@@ -68,6 +71,24 @@ func readBack(pid int, outside []int, reports map[string]int64, securebits int64
 	e.Rlimits = procLimits(dir + "limits")
 	e.PayloadUID, e.PayloadGID = int(reports[jailplan.ReportUID]), int(reports[jailplan.ReportGID])
 	return e
+}
+
+// ownFilter reports whether the process whose status is st has more
+// seccomp filters stacked than each process in outside: one of its own,
+// not only those it inherited (a forked session inherits its template's).
+// A kernel before 5.9 does not count filters: then only the mode is read.
+func ownFilter(st map[string]string, outside []int) bool {
+	n, err := strconv.Atoi(st["Seccomp_filters"])
+	if err != nil {
+		return st["Seccomp_filters"] == ""
+	}
+	for _, o := range outside {
+		other, err := strconv.Atoi(procStatus("/proc/" + strconv.Itoa(o) + "/status")["Seccomp_filters"])
+		if err != nil || other >= n {
+			return false
+		}
+	}
+	return true
 }
 
 // procStatus reads /proc/<pid>/status as a map, or nil.

@@ -31,8 +31,12 @@ func TestReadBackOfAProcessOutsideAnyJail(t *testing.T) {
 	if e.UserNS || e.MountNS || e.PIDNS || e.NetNS || e.IPCNS || e.UTSNS || e.CgroupNS {
 		t.Errorf("a child of the host reads as having namespaces of its own:\n%s", e)
 	}
-	if e.CapsDropped || e.NoNewPrivs || e.Seccomp || e.Securebits {
+	if e.CapsDropped || e.Seccomp || e.Securebits {
 		t.Errorf("a child of the host reads as locked down:\n%s", e)
+	}
+	// A host under no_new_privs (as in some containers) hands it on.
+	if procStatus("/proc/self/status")["NoNewPrivs"] != "1" && e.NoNewPrivs {
+		t.Errorf("a child of a host without no_new_privs reads as having it")
 	}
 	var st unix.Statfs_t
 	if unix.Statfs("/", &st) == nil && st.Flags&unix.ST_RDONLY == 0 && e.ReadOnlyRoot {
@@ -108,6 +112,66 @@ Max open files            unlimited            unlimited            files
 		if got[k] != v {
 			t.Errorf("%s = %d, want %d (soft limits; unlimited as the largest value)", k, got[k], v)
 		}
+	}
+}
+
+// TestReadBackSeesAStepLeftOut leaves a step out of forked sessions'
+// plans: the read-back must show what is missing, although the session
+// inherits from its template a filter and a cgroup namespace of its own.
+// (A step whose effect the session's exec of its supervisor would bring
+// about anyway, such as emptying the capability sets of a process that
+// execs as a uid without capabilities, cannot be told missing after it.)
+func TestReadBackSeesAStepLeftOut(t *testing.T) {
+	be := &Backend{forked: true}
+	t.Cleanup(func() {
+		editForkPlan = nil
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, tc := range []struct {
+		op    string
+		check func(Enforcement) bool // true while what the step does shows
+	}{
+		{"load seccomp filter", func(e Enforcement) bool { return e.Seccomp }},
+		{"enter a cgroup namespace rooted at the session's cgroups", func(e Enforcement) bool { return e.CgroupNS }},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			editForkPlan = nil
+			if e := sessionOf(t, be).Enforced(); !tc.check(e) {
+				t.Fatalf("with every step, the read-back misses what %q does:\n%s", tc.op, e)
+			}
+			removed := 0
+			editForkPlan = func(p *jailplan.Plan) {
+				steps := p.Steps[:0]
+				for _, s := range p.Steps {
+					if s.Op == tc.op {
+						removed++
+						continue
+					}
+					steps = append(steps, s)
+				}
+				p.Steps = steps
+			}
+			e := sessionOf(t, be).Enforced()
+			if removed != 1 || tc.check(e) {
+				t.Fatalf("without %q (%d steps removed) the read-back shows it done:\n%s", tc.op, removed, e)
+			}
+		})
+	}
+}
+
+// TestForkedSessionAboveTheTemplatesTasks asks for more processes than a
+// template allows itself: the session gets the template's limit, forked.
+func TestForkedSessionAboveTheTemplatesTasks(t *testing.T) {
+	be := &Backend{Config: Config{Processes: zygoteTasks + 1000}, forked: true}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if got := sessionOf(t, be).Enforced().Rlimits["NPROC"]; got != zygoteTasks {
+		t.Fatalf("NPROC %d, want the template's %d", got, zygoteTasks)
 	}
 }
 
@@ -193,4 +257,24 @@ func FuzzReadStatus(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadBackOfAPayloadThatEndsAtOnce starts jails whose payload exits at
+// once: the host's read-back must still find the jail (its init waits for
+// it), and see all of it.
+func TestReadBackOfAPayloadThatEndsAtOnce(t *testing.T) {
+	for i := range 20 {
+		c, err := Start(t.Context(), Config{}, Spec{Args: []string{"/bin/true"}, Env: baseEnv()})
+		skipIfUnsupported(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := c.Enforced()
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if !(e.ReadOnlyRoot && e.Loopback && e.MountNS && e.NetNS && e.Seccomp && e.CapsDropped) {
+			t.Fatalf("run %d: the read-back missed a jail whose payload ended at once:\n%s", i, e)
+		}
+	}
 }

@@ -263,11 +263,16 @@ func Start(ctx context.Context, cfg Config, spec Spec) (*Cmd, error) {
 		return nil, err
 	}
 	if msg.Reports == nil {
+		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		_ = cg.remove()
 		return nil, errors.New("jail: init reported no setup results")
 	}
 	c.enf = readBack(cmd.Process.Pid, []int{os.Getpid()}, msg.Reports, jailplan.Securebits(rootless, lock.Privileges))
+	// Init waits for this byte before it exits (initstage's
+	// awaitReadBack), so that the read-back never finds it gone; an init
+	// that runs its stage in its own process has closed its end already.
+	_, _ = lifeW.Write([]byte{1})
 	if cfg.AddressSpaceBytes >= 0 && c.enf.Rlimits != nil {
 		c.enf.Rlimits["AS"] = jailplan.EffectiveLimit(unix.RLIMIT_AS, uint64(cfg.AddressSpaceBytes))
 	}

@@ -635,6 +635,9 @@ func forkSession(ctx context.Context, cfg Config, c launch.Command, connector *o
 	if cmd.cg.pids != nil {
 		nproc += 16 // as Start: the pids cgroup trips first
 	}
+	// A session cannot raise a hard limit above its template's, whose
+	// RLIMIT_NPROC is zygoteTasks (its other limits are the session's).
+	nproc = min(nproc, zygoteTasks)
 	plan, err := jailplan.Lock{
 		Name: "codemode-forked", Prepared: true, CgroupNS: true, Files: cfg.Files, FilesBytes: filesBytes,
 		Limits: jailplan.Limits{

@@ -78,7 +78,8 @@ func runInit() int {
 		return fail(stepErr("read config", err))
 	}
 	cf.Close()
-	// From here on nothing inherited leaks into the payload by accident:
+	// From here on nothing inherited leaks into the payload by accident
+	// (FDLifeline, which init keeps to the end, included):
 	// it gets exactly the descriptors startPayload lists.
 	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail(stepErr("mark descriptors close-on-exec", err))
@@ -117,7 +118,6 @@ func runInit() int {
 		return fail(err)
 	}
 	report(Status{Reports: reports})
-	unix.Close(FDLifeline)
 	if c.Template {
 		// The template's descriptors are its own: a template that dies
 		// must close its control socket, which the host then sees.
@@ -131,7 +131,23 @@ func runInit() int {
 		// once their first process is gone: the jail ends with the last.
 		reapAll()
 	}
+	awaitReadBack()
 	return code
+}
+
+// awaitReadBack keeps init, and with it the jail's mounts and network,
+// until the host has read back what the setup achieved from its /proc
+// (it writes one more byte on the lifeline when it has), so that a payload
+// that ends at once leaves nothing unread; a host that is gone closes the
+// lifeline instead.
+func awaitReadBack() {
+	var b [1]byte
+	for {
+		if _, err := unix.Read(FDLifeline, b[:]); err != unix.EINTR {
+			break
+		}
+	}
+	unix.Close(FDLifeline)
 }
 
 // reapAll reaps children until there are none.

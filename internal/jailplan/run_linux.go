@@ -69,11 +69,11 @@ func (p *Plan) Run() (map[string]int64, error) {
 func call(s Step, a [maxArgs]uintptr) (int64, syscall.Errno) {
 	nr := uintptr(s.NR)
 	if s.AllThreads {
+		// A runtime with cgo cannot make the call on every thread
+		// (ENOTSUP): it fails, rather than leave other threads with the
+		// ids or capabilities the step takes away.
 		r, _, errno := syscall.AllThreadsSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
-		if errno != syscall.ENOTSUP {
-			return int64(r), errno
-		}
-		// A runtime with cgo cannot: this thread, the one that forks.
+		return int64(r), errno
 	}
 	r, _, errno := unix.Syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
 	return int64(r), errno
