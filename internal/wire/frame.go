@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/adk-codemode/codemode/transport"
 
@@ -270,9 +271,11 @@ func Decode(line []byte) (Frame, error) {
 	if !ok {
 		return nil, protocolErrorf(`frame has no "kind"`)
 	}
-	var kind string
-	if err := json.Unmarshal(kindRaw, &kind); err != nil {
-		return nil, protocolErrorf(`"kind" is not a string`)
+	kind, ok := simpleString(kindRaw)
+	if !ok {
+		if err := json.Unmarshal(kindRaw, &kind); err != nil {
+			return nil, protocolErrorf(`"kind" is not a string`)
+		}
 	}
 	mk, ok := newFrame[kind]
 	if !ok {
@@ -483,6 +486,9 @@ func fillFields(what string, raw map[string]json.RawMessage, v reflect.Value) er
 		case nestedList:
 			err = decodeList(fd.key, data, dst)
 		default:
+			if decodeSimple(data, dst) {
+				break
+			}
 			if err = json.Unmarshal(data, dst.Addr().Interface()); err != nil {
 				err = protocolErrorf("%s: key %q: %s", what, fd.key, clip.String(err.Error(), 256)) // may quote the value
 			}
@@ -499,6 +505,86 @@ func fillFields(what string, raw map[string]json.RawMessage, v reflect.Value) er
 		return protocolErrorf("%s: unknown key %q", what, minString(keys))
 	}
 	return nil
+}
+
+// decodeSimple decodes the commonest plain values the way encoding/json
+// does, without its reflection: a string with no escapes, an integer
+// literal, a boolean, and an empty object into a map. It reports false
+// for anything else (and for a value that does not fit dst), which
+// encoding/json then decodes, or refuses with its own error. data is one
+// JSON value that scanValue has checked, without surrounding space.
+func decodeSimple(data []byte, dst reflect.Value) bool {
+	switch dst.Kind() {
+	case reflect.String:
+		s, ok := simpleString(data)
+		if ok {
+			dst.SetString(s)
+		}
+		return ok
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := simpleInt(data)
+		if !ok || dst.OverflowInt(n) {
+			return false
+		}
+		dst.SetInt(n)
+		return true
+	case reflect.Bool:
+		switch string(data) {
+		case "true":
+			dst.SetBool(true)
+		case "false":
+			dst.SetBool(false)
+		default:
+			return false
+		}
+		return true
+	case reflect.Map:
+		// encoding/json makes a new, empty map for {}.
+		if string(data) != "{}" || dst.Type().Key().Kind() != reflect.String {
+			return false
+		}
+		dst.Set(reflect.MakeMap(dst.Type()))
+		return true
+	}
+	return false
+}
+
+// simpleString is the value of the JSON string data if it has no escapes
+// and is valid UTF-8 (encoding/json would replace invalid bytes), which is
+// then its bytes between the quotes; scanString has refused control
+// characters already.
+func simpleString(data []byte) (string, bool) {
+	if len(data) < 2 || data[0] != '"' || data[len(data)-1] != '"' {
+		return "", false
+	}
+	s := data[1 : len(data)-1]
+	if bytes.IndexByte(s, '\\') >= 0 || bytes.IndexByte(s, '"') >= 0 || !utf8.Valid(s) {
+		return "", false
+	}
+	return string(s), true
+}
+
+// simpleInt is the value of the JSON integer literal data ("-" and at most
+// 18 digits, so that it cannot overflow), or false for any other number.
+func simpleInt(data []byte) (int64, bool) {
+	digits := data
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(digits) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(data) {
+		n = -n
+	}
+	return n, true
 }
 
 // decodeObject decodes a nested object strictly into the struct v.
