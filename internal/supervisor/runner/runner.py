@@ -97,7 +97,7 @@ _scan = _json.make_scanner(_ScanContext())
 
 def _loads(text):
     obj, end = _scan(text, 0)
-    if text[end:].strip():
+    if end != len(text) and text[end:].strip():
         raise ValueError("data after the JSON value")
     return obj
 
@@ -120,6 +120,10 @@ _encode = _json.make_encoder({}, _json_default, _json.encode_basestring, None, "
 
 def _dumps(obj):
     return "".join(_encode(obj, 0))
+
+
+_encode_str = _json.encode_basestring
+_TOOL_CALL_HEAD = _dumps({"kind": KIND_TOOL_CALL, "id": ""})[:-2]
 
 
 # --- control channel ---------------------------------------------------------
@@ -174,6 +178,9 @@ class _Channel:
         self._wfd = wfd
         self._wlock = _thread.allocate_lock()
         self._cond = _Cond()
+        # The condition's lock, taken with the lock's own (C) context
+        # manager: the channel takes it several times per tool call.
+        self._lock = self._cond._lock
         self._reading = False
         self._buf = bytearray()
         self._results = {}
@@ -200,15 +207,16 @@ class _Channel:
         self.main_depth = 0
 
     def send_line(self, line):
-        data = line.encode("utf-8", "surrogatepass") + b"\n"
+        data = (line + "\n").encode("utf-8", "surrogatepass")
         with self._wlock:
-            view = memoryview(data)
-            while view:
-                try:
-                    n = os.write(self._wfd, view)
-                except BrokenPipeError:
-                    raise ProtocolError("the host closed the control pipe") from None
-                view = view[n:]
+            try:
+                n = os.write(self._wfd, data)
+                if n < len(data):
+                    view = memoryview(data)[n:]
+                    while view:
+                        view = view[os.write(self._wfd, view) :]
+            except BrokenPipeError:
+                raise ProtocolError("the host closed the control pipe") from None
 
     def _read_frame(self):
         while True:
@@ -222,6 +230,9 @@ class _Channel:
             chunk = os.read(self._rfd, 1 << 16)
             if not chunk:
                 raise ProtocolError("the host closed the control pipe")
+            if not self._buf and chunk.find(b"\n") == len(chunk) - 1:
+                # One whole frame, the common case: no buffering.
+                return _loads(chunk[:-1].decode("utf-8", "replace"))
             self._buf += chunk
 
     def _dispatch(self, frame):
@@ -291,15 +302,15 @@ class _Channel:
                         frame = self._read_frame()
                     except BlockingIOError:
                         break
-                    with self._cond:
+                    with self._lock:
                         self._dispatch(frame)
             finally:
                 os.set_blocking(self._rfd, True)
         except ProtocolError as e:
-            with self._cond:
+            with self._lock:
                 self._closed = str(e)
         finally:
-            with self._cond:
+            with self._lock:
                 self._reading = False
                 self._cond.notify_all()
 
@@ -307,7 +318,7 @@ class _Channel:
         """Wait until pred returns something, reading frames when no other
         thread does. A stoppable wait (the main thread's, in a tool call)
         raises CodeTimeout when an interrupt of its block arrives."""
-        with self._cond:
+        with self._lock:
             while True:
                 if self._closed is not None:
                     raise ProtocolError(self._closed)
@@ -324,10 +335,10 @@ class _Channel:
                 try:
                     frame = self._read_frame()
                 except ProtocolError as e:
-                    with self._cond:
+                    with self._lock:
                         self._closed = str(e)
                     raise
-                with self._cond:
+                with self._lock:
                     self._dispatch(frame)
                     self._cond.notify_all()
                     self._stop_if_interrupted(stoppable)
@@ -335,7 +346,7 @@ class _Channel:
                     if r is not None:
                         return r
         finally:
-            with self._cond:
+            with self._lock:
                 self._reading = False
                 self._cond.notify_all()
 
@@ -386,7 +397,7 @@ class _Channel:
         # the next one, and one that comes while the call waits stops it
         # there; a reply that arrived with the interrupt is dropped.
         self._stop_if_interrupted(main)
-        with self._cond:
+        with self._lock:
             self._seq += 1
             cid = f"{self._prefix}-{self._seq}"
             self._waiting.add(cid)
@@ -394,16 +405,19 @@ class _Channel:
                 self._threads_block, self._threads = block, {}
             ident = _thread.get_ident()
             thread = 0 if main else self._threads.setdefault(ident, len(self._threads) + 1)
-        frame = {"kind": KIND_TOOL_CALL, "id": cid, "block": block, "name": name, "args": args}
+        # The frame as _dumps would write it, keys in the same order, with
+        # only the arguments through the encoder: the id is the channel's
+        # own (hex digits, a dash and a number).
+        line = _TOOL_CALL_HEAD + cid + '","block":' + _encode_str(block) + ',"name":' + _encode_str(name) + ',"args":' + _dumps(args)
         if thread:
-            frame["thread"] = thread
+            line += ',"thread":' + str(thread)
         if timeout is not None:
-            frame["timeout_ms"] = max(1, int(float(timeout) * 1000))
+            line += ',"timeout_ms":' + str(max(1, int(float(timeout) * 1000)))
         try:
-            self.send_line(_dumps(frame))
+            self.send_line(line + "}")
             return self.wait_for(lambda: self._results.pop(cid, None), stoppable=main)
         finally:
-            with self._cond:
+            with self._lock:
                 self._waiting.discard(cid)
                 self._results.pop(cid, None)
 
