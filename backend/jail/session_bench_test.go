@@ -82,6 +82,24 @@ func BenchmarkToolCall(b *testing.B) {
 	sessionbench.BenchToolCall(b, s)
 }
 
+// BenchmarkToolCallVsFloor makes rounds of 250 no-op tool calls from
+// Python, each followed by 250 round trips of a byte between Python and
+// this process over a bare pipe (sessionbench.PipeFloor): what a call costs
+// against what two processes waking each other cost on this machine.
+func BenchmarkToolCallVsFloor(b *testing.B) {
+	be := &jail.Backend{}
+	py, err := be.Config.Interpreter()
+	if err != nil {
+		b.Skip(err)
+	}
+	s, err := be.Open(context.Background(), transport.SessionConfig{Tools: sessionbench.NoopTools})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer s.Close()
+	sessionbench.BenchToolCallVsFloor(b, s, py)
+}
+
 // BenchmarkTurn is what a user pays for one turn's sandbox: open a
 // session, run three blocks with ten tool calls in all, close it; on each
 // start path, against a bare `python3 -c pass` in the same loop.

@@ -3,6 +3,7 @@ package sessionbench
 import (
 	"context"
 	"fmt"
+	"os"
 	osexec "os/exec"
 	"slices"
 	"strconv"
@@ -98,6 +99,119 @@ func BenchToolCall(b *testing.B, s transport.Session) {
 	b.StopTimer()
 	b.ReportMetric(med, "median-µs")
 	b.ReportMetric(rate, "calls/s")
+}
+
+// floorEcho is the floor's Python side: pinned to the CPU in argv[2]
+// unless it is -1, it times argv[1] round trips of one byte to the host
+// over a pair of pipes, fd 3 to write and fd 4 to read, and prints their
+// median in microseconds.
+const floorEcho = `
+import os, sys, time
+n, cpu = int(sys.argv[1]), int(sys.argv[2])
+if cpu >= 0:
+    os.sched_setaffinity(0, {cpu})
+lat = []
+for _ in range(n):
+    a = time.perf_counter()
+    os.write(3, b"x")
+    os.read(4, 1)
+    lat.append(time.perf_counter() - a)
+lat.sort()
+print(lat[len(lat) // 2] * 1e6)
+`
+
+// Floor is where [PipeFloor] places its two ends: on CPUs of their own
+// choosing (the scheduler's), on one CPU, or on two.
+type Floor int
+
+// The placements of [PipeFloor].
+const (
+	Unpinned Floor = iota
+	SameCPU
+	OtherCPUs
+)
+
+// PipeFloor is the least a tool call from Python can cost here: the median
+// of n round trips of one byte from a Python process to a goroutine of
+// this process blocked reading a pipe, which writes it back, timed by
+// Python as ToolCalls times a call, with the two ends placed as at says.
+// Two processes that wake each other pay what the machine charges for it:
+// on a virtual machine whose idle CPUs halt, a wake across CPUs costs tens
+// of microseconds, on one CPU a few.
+func PipeFloor(b testing.TB, python string, n int, at Floor) float64 {
+	b.Helper()
+	toHost, fromPy, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	toPy, fromHost, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	hostCPU, pyCPU := -1, -1
+	switch at {
+	case SameCPU:
+		hostCPU, pyCPU = 0, 0
+	case OtherCPUs:
+		hostCPU, pyCPU = 0, 1
+	}
+	cmd := osexec.Command(python, "-I", "-S", "-c", floorEcho, strconv.Itoa(n), strconv.Itoa(pyCPU))
+	cmd.ExtraFiles = []*os.File{fromPy, toPy}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	fromPy.Close()
+	toPy.Close()
+	go func() {
+		defer pinThread(hostCPU)()
+		buf := make([]byte, 1)
+		for {
+			if _, err := toHost.Read(buf); err != nil {
+				break
+			}
+			if _, err := fromHost.Write(buf); err != nil {
+				break
+			}
+		}
+		fromHost.Close()
+	}()
+	err = cmd.Wait()
+	toHost.Close()
+	med, perr := strconv.ParseFloat(strings.TrimSpace(out.String()), 64)
+	if err != nil || perr != nil {
+		b.Fatalf("the pipe floor: %v %v (printed %q)", err, perr, out.String())
+	}
+	return med
+}
+
+// BenchToolCallVsFloor is [BenchToolCall] with [PipeFloor] timed in the
+// same loop, in alternating rounds of a few hundred: it reports the calls'
+// median as median-µs, the floor's as floor-µs with the scheduler placing
+// both ends, floor-same-cpu-µs and floor-other-cpus-µs pinned, and the
+// ratio of the calls to the unpinned floor.
+func BenchToolCallVsFloor(b *testing.B, s transport.Session, python string) {
+	const round = 250
+	var calls []float64
+	floors := map[Floor][]float64{}
+	for b.Loop() {
+		med, _ := ToolCalls(b, s, round)
+		calls = append(calls, med)
+		for _, at := range []Floor{Unpinned, SameCPU, OtherCPUs} {
+			floors[at] = append(floors[at], PipeFloor(b, python, round, at))
+		}
+	}
+	median := func(v []float64) float64 {
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	c, f := median(calls), median(floors[Unpinned])
+	b.ReportMetric(c, "median-µs")
+	b.ReportMetric(f, "floor-µs")
+	b.ReportMetric(median(floors[SameCPU]), "floor-same-cpu-µs")
+	b.ReportMetric(median(floors[OtherCPUs]), "floor-other-cpus-µs")
+	b.ReportMetric(c/f, "ratio")
 }
 
 // BenchOpenVsBare times opening a session of open against a bare spawn of
