@@ -57,32 +57,6 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// LoopbackResolver resolves each name it holds (lower case, without a
-// final dot) to 127.0.0.1, and no other name: a Resolver for tests that
-// map an allowlist's names to servers on this host's loopback, so that
-// nothing past this host is reached. A policy whose names resolve to
-// loopback also needs AllowAddresses naming it.
-type LoopbackResolver map[string]bool
-
-// LoopbackNames is a LoopbackResolver of names.
-func LoopbackNames(names ...string) LoopbackResolver {
-	r := LoopbackResolver{}
-	for _, n := range names {
-		if n = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(n), ".")); n != "" {
-			r[n] = true
-		}
-	}
-	return r
-}
-
-// LookupNetIP resolves host to 127.0.0.1 if r holds it.
-func (r LoopbackResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if r[strings.ToLower(strings.TrimSuffix(host, "."))] {
-		return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host (a test resolver: it maps only the names it was given to 127.0.0.1)", Name: host, IsNotFound: true}
-}
-
 // entry is one parsed Allow entry.
 type entry struct {
 	host   string // lower case; "" for an address entry

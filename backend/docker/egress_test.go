@@ -13,6 +13,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/docker"
 	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/loopback"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )
@@ -80,7 +81,7 @@ func TestEgressRefusesLoopbackByDefault(t *testing.T) {
 	p := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
 	b := engine(t, docker.Config{Egress: &egress.Policy{
 		Allow:    []string{"api.test:" + p},
-		Resolver: egress.LoopbackNames("api.test"),
+		Resolver: loopback.Names("api.test"),
 		Logger:   slog.New(slog.DiscardHandler),
 	}})
 	s := open(t, b)

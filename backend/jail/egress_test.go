@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/loopback"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )
@@ -140,7 +141,7 @@ func BenchmarkEgressDownload(b *testing.B) {
 	be := &Backend{Egress: &egress.Policy{
 		Allow:          []string{"api.test:" + port},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       egress.LoopbackNames("api.test"),
+		Resolver:       loopback.Names("api.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	}}
 	defer be.Close()
@@ -204,7 +205,7 @@ func TestEgressMeter(t *testing.T) {
 	policy := &egress.Policy{
 		Allow:          []string{"api.test:" + port},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       egress.LoopbackNames("api.test"),
+		Resolver:       loopback.Names("api.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	}
 	code := `

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/loopback"
 )
 
 // testResolveEnv names the variable by which the tests map host names to
@@ -46,7 +47,7 @@ func (l *listenFlags) egressPolicy(addr string, logger *slog.Logger) (*egress.Po
 		if err != nil || perr != nil || !ip.IsLoopback() {
 			return nil, fmt.Errorf("$%s is for tests only, and is honoured only by a server that listens on a loopback address, not %s: unset it", testResolveEnv, addr)
 		}
-		p.Resolver = egress.LoopbackNames(strings.Split(names, ",")...)
+		p.Resolver = loopback.Names(strings.Split(names, ",")...)
 		logger.Warn("testing: the egress proxy resolves these names to 127.0.0.1 ($"+testResolveEnv+")", "names", names)
 	}
 	if _, err := egress.New(*p); err != nil {

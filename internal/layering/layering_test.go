@@ -80,6 +80,7 @@ var layers = map[string]int{
 	"internal/hostcap":                   11,
 	"internal/npmtest":                   10,
 	"internal/egressrelay":               10,
+	"internal/loopback":                  11,
 	"internal/syscallpolicy":             11,
 }
 

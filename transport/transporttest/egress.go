@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/loopback"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -22,7 +23,7 @@ type OpenWithEgress func(t *testing.T, policy *egress.Policy) transport.Session
 
 // RunEgress runs the egress suite on one session that open starts: an
 // HTTP server on this host's loopback, whose name api.test the policy
-// allows (LoopbackNames maps it and other.test to 127.0.0.1); the code
+// allows (loopback.Names maps it and other.test to 127.0.0.1); the code
 // reaches it through the proxy over plain HTTP and through CONNECT, with
 // the proxy variables set; other.test is refused with a 403 naming it,
 // and so is a redirect to it, and neither reaches the server; a
@@ -51,7 +52,7 @@ func RunEgress(t *testing.T, open OpenWithEgress) {
 	s := open(t, &egress.Policy{
 		Allow:          []string{"api.test:" + p},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       egress.LoopbackNames("api.test", "other.test"),
+		Resolver:       loopback.Names("api.test", "other.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	})
 	out := func(t *testing.T, code string) string {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/egress"
+	"github.com/adk-codemode/codemode/internal/loopback"
 )
 
 // TestEgressBudget: a block's downloads through the egress proxy stop at
@@ -40,7 +41,7 @@ func TestEgressBudget(t *testing.T) {
 	policy := &egress.Policy{
 		Allow:          []string{"api.test:" + port},
 		AllowAddresses: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Resolver:       egress.LoopbackNames("api.test"),
+		Resolver:       loopback.Names("api.test"),
 		Logger:         slog.New(slog.DiscardHandler),
 	}
 	const limit = 100_000

@@ -1,4 +1,4 @@
-package egress
+package loopback
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-func TestLoopbackNames(t *testing.T) {
-	r := LoopbackNames("API.test", " b.test. ", "")
+func TestNames(t *testing.T) {
+	r := Names("API.test", " b.test. ", "")
 	for _, host := range []string{"api.test", "API.TEST.", "b.test"} {
 		a, err := r.LookupNetIP(t.Context(), "ip", host)
 		if err != nil || len(a) != 1 || a[0].String() != "127.0.0.1" {
@@ -19,6 +19,6 @@ func TestLoopbackNames(t *testing.T) {
 		t.Errorf("LookupNetIP of a name it does not hold = %v, %v; want not found", a, err)
 	}
 	if len(r) != 2 {
-		t.Errorf("LoopbackNames kept %v; want the two names, lower case, without the dot", r)
+		t.Errorf("Names kept %v; want the two names, lower case, without the dot", r)
 	}
 }
