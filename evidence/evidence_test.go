@@ -193,9 +193,9 @@ func TestGitHubSkippedWithoutDocument(t *testing.T) {
 // TestGitHubShape finds and calls one of GitHub's operations through
 // search and describe, and directly with every declaration in the request.
 func TestGitHubShape(t *testing.T) {
-	if _, err := os.Stat(GitHubSpecPath()); err != nil {
-		hostcap.Missing(t, hostcap.NPM, "GitHub's REST description is not at "+GitHubSpecPath()+"; install it with\n\tnpm install --prefix "+
-			strings.TrimSuffix(GitHubSpecPath(), "/"+octokitFile)+" "+OctokitPackage)
+	if _, err := os.Stat(gitHubSpecPath()); err != nil {
+		hostcap.Missing(t, hostcap.NPM, "GitHub's REST description is not at "+gitHubSpecPath()+"; install it with\n\tnpm install --prefix "+
+			strings.TrimSuffix(gitHubSpecPath(), "/"+octokitFile)+" "+octokitPackage)
 	}
 	rep, err := Run(t.Context(), Options{Shapes: []string{"github"}, Conditions: []Condition{Direct, Code}, Backend: jailBackend(t)})
 	if err != nil {

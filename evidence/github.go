@@ -23,15 +23,15 @@ import (
 // GitHub's REST description: the npm package @octokit/openapi at the
 // version the repository's tests pin.
 const (
-	OctokitPackage = "@octokit/openapi@23.0.2"
+	octokitPackage = "@octokit/openapi@23.0.2"
 	octokitFile    = "node_modules/@octokit/openapi/generated/api.github.com.json"
 )
 
-// GitHubSpecPath is where the GitHub shape looks for GitHub's REST
+// gitHubSpecPath is where the GitHub shape looks for GitHub's REST
 // description when Options.GitHubSpec is empty: under
 // $CODEMODE_OCTOKIT_DIR, else under the user's cache directory, where the
 // repository's tests install it.
-func GitHubSpecPath() string {
+func gitHubSpecPath() string {
 	dir := os.Getenv("CODEMODE_OCTOKIT_DIR")
 	if dir == "" {
 		c, err := os.UserCacheDir()
@@ -62,11 +62,11 @@ const (
 func github(ctx context.Context, opts Options) (*fixture, error) {
 	path := opts.GitHubSpec
 	if path == "" {
-		path = GitHubSpecPath()
+		path = gitHubSpecPath()
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, &SkipError{Reason: fmt.Sprintf("GitHub's REST description is not at %s; install it with\n\tnpm install --prefix %s %s\nor point CODEMODE_OCTOKIT_DIR at such an install",
-			path, strings.TrimSuffix(path, "/"+octokitFile), OctokitPackage)}
+			path, strings.TrimSuffix(path, "/"+octokitFile), octokitPackage)}
 	}
 	calls := new(atomic.Int64)
 	want := fmt.Sprintf("POST /repos/%s/%s/issues/%d/comments", ghOwner, ghRepo, ghIssue)

@@ -53,7 +53,11 @@ type Options struct {
 	// caller's to close.
 	Backend transport.Backend
 	// GitHubSpec is the path of GitHub's REST description; empty means
-	// GitHubSpecPath(). When it is missing the shape is skipped.
+	// api.github.com.json of the npm package @octokit/openapi@23.0.2
+	// installed under $CODEMODE_OCTOKIT_DIR, else under the user's cache
+	// directory (codemode-test/octokit-openapi@23.0.2), where the
+	// repository's tests install it. When it is missing the shape is
+	// skipped, with how to install it.
 	GitHubSpec string
 	// Runs is how many times each shape runs under each condition; the
 	// times reported are the medians. With the scripted model the sizes

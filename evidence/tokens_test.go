@@ -16,8 +16,8 @@ import (
 // CODEMODE_REQUIRE_ALL=1).
 func gemma3(t *testing.T) *Gemma3 {
 	t.Helper()
-	dir := TokenizerDir()
-	name, version, _ := strings.Cut(strings.TrimPrefix(TokenizerPackage, "@"), "@")
+	dir := tokenizerDir()
+	name, version, _ := strings.Cut(strings.TrimPrefix(tokenizerPackage, "@"), "@")
 	npmtest.PackageIn(t, dir, "@"+name, version, tokenizerFile)
 	g, err := StartGemma3(dir)
 	if err != nil {
