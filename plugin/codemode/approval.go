@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genai"
 
@@ -61,6 +62,7 @@ type approvalRequest struct {
 	tool   string // the tool's name in the tools package
 	callID string // the call's function call id, which it keeps when it runs again
 	args   map[string]any
+	code   string                            // the block's code, which the person is shown
 	conf   toolconfirmation.ToolConfirmation // the hint and payload the tool gave
 	answer chan *toolconfirmation.ToolConfirmation
 }
@@ -102,6 +104,7 @@ func (h handler) approved(ctx context.Context, f *flight, st *surfaceTool, call 
 	oc := observedCall(ctx)
 	oc.ApprovalAsked()
 	asked := time.Now()
+	req.code = f.code
 	conf, res, ok := f.ask(ctx, req)
 	switch {
 	case !ok:
@@ -478,8 +481,12 @@ func (e *engine) requestOn(ctx agent.Context, callID string, req *approvalReques
 // execute_code call callID: the tool's own hint after a sentence that says
 // which tool the code calls and with which arguments (bounded), and the
 // tool's own payload, or, when it gave none (as a tool that only requires
-// confirmation does), those facts as data for a client to show. The tool
-// runs again with the person's answer, never with this text.
+// confirmation does), those facts as data for a client to show. The
+// block's code goes with it, at most maxShownCode bytes of it: in the
+// payload that Code Mode makes, as "code", and, when the tool gave a
+// payload of its own (which goes back to the tool with the answer, so
+// nothing is added to it), at the end of the hint. The tool runs again
+// with the person's answer, never with this text.
 func (r *approvalRequest) confirmation(callID string) toolconfirmation.ToolConfirmation {
 	conf := r.conf
 	args, shown := boundedArgs(r.args)
@@ -491,15 +498,41 @@ func (r *approvalRequest) confirmation(callID string) toolconfirmation.ToolConfi
 	if conf.Hint != "" {
 		lead += " " + conf.Hint
 	}
-	conf.Hint = lead
+	code, cut := boundedCode(r.code)
 	if conf.Payload == nil {
-		p := map[string]any{"tool": r.tool, "execute_code_call": callID}
+		p := map[string]any{"tool": r.tool, "execute_code_call": callID, "code": code}
+		if cut {
+			p["code_truncated"] = true
+		}
 		if shown {
 			p["args"] = args
 		}
 		conf.Payload = p
+	} else if code != "" {
+		lead += "\n\nThe block's code"
+		if cut {
+			lead += fmt.Sprintf(" (its first %d bytes)", len(code))
+		}
+		lead += ":\n" + code
 	}
+	conf.Hint = lead
 	return conf
+}
+
+// maxShownCode bounds the block's code shown with a paused call, in bytes.
+const maxShownCode = 8192
+
+// boundedCode is code cut to at most maxShownCode bytes at a character's
+// start, and whether it was cut.
+func boundedCode(code string) (string, bool) {
+	if len(code) <= maxShownCode {
+		return code, false
+	}
+	n := maxShownCode
+	for n > 0 && !utf8.RuneStart(code[n]) {
+		n--
+	}
+	return code[:n], true
 }
 
 // parkAgain parks a resumed block that paused at another request. The

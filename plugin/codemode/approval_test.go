@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genai"
 
@@ -291,7 +292,9 @@ func TestApprovalApprove(t *testing.T) {
 	if c.original.ID != execID || execID == "" {
 		t.Errorf("original call id %q, want the execute_code call's %q", c.original.ID, execID)
 	}
-	wantHint := fmt.Sprintf(`The code of execute_code call %s calls the tool send_money with {"amount":5}. Send 5 euros?`, execID)
+	// The tool's payload is its own, so the block's code is at the end
+	// of the hint.
+	wantHint := fmt.Sprintf("The code of execute_code call %s calls the tool send_money with {\"amount\":5}. Send 5 euros?\n\nThe block's code:\n%s", execID, approveCode)
 	if c.conf.Hint != wantHint || fmt.Sprint(c.conf.Payload) != "map[amount:5]" || c.conf.Confirmed {
 		t.Errorf("toolConfirmation %+v, want the hint %q and the tool's payload, unconfirmed", c.conf, wantHint)
 	}
@@ -358,8 +361,12 @@ record(label="after")
 	}
 	// functiontool asks with no payload: the request carries the call's
 	// facts instead.
-	if p, _ := c.conf.Payload.(map[string]any); p["tool"] != "delete_file" || fmt.Sprint(p["args"]) != "map[path:a.txt]" || p["execute_code_call"] != c.original.ID {
-		t.Errorf("payload %#v, want the tool, its arguments and the execute_code call %s", c.conf.Payload, c.original.ID)
+	if p, _ := c.conf.Payload.(map[string]any); p["tool"] != "delete_file" || fmt.Sprint(p["args"]) != "map[path:a.txt]" || p["execute_code_call"] != c.original.ID ||
+		p["code"] != code || p["code_truncated"] != nil {
+		t.Errorf("payload %#v, want the tool, its arguments, the execute_code call %s and the block's code", c.conf.Payload, c.original.ID)
+	}
+	if strings.Contains(c.conf.Hint, "The block's code") {
+		t.Errorf("hint %q repeats the code that the payload carries", c.conf.Hint)
 	}
 	out := lastOutput(t, f.answer(ctx, "s1", c, false))
 	if got, want := out["stdout"], "denied True ToolDeniedError\n"; got != want {
@@ -367,6 +374,32 @@ record(label="after")
 	}
 	if fx.count("delete:a.txt") != 0 || fx.count("before") != 1 || fx.count("after") != 1 {
 		t.Errorf("side effects %v, want before and after once and no delete", fx.n)
+	}
+}
+
+// TestApprovalShowsBoundedCode: a long block's code reaches the person cut
+// at a character's start, and says so, in the payload Code Mode makes and
+// in the hint beside a tool's own payload.
+func TestApprovalShowsBoundedCode(t *testing.T) {
+	code := strings.Repeat("x", maxShownCode-1) + "é" + strings.Repeat("y", 100)
+	r := &approvalRequest{tool: "delete_file", args: map[string]any{"path": "a"}, code: code}
+	conf := r.confirmation("call-1")
+	p, _ := conf.Payload.(map[string]any)
+	got, _ := p["code"].(string)
+	if p["code_truncated"] != true || len(got) != maxShownCode-1 || !strings.HasPrefix(code, got) || !utf8.ValidString(got) {
+		t.Errorf("payload code of %d bytes (truncated %v), want the first %d, whole characters only", len(got), p["code_truncated"], maxShownCode-1)
+	}
+	r.conf.Payload = map[string]any{"own": true}
+	conf = r.confirmation("call-1")
+	if fmt.Sprint(conf.Payload) != "map[own:true]" {
+		t.Errorf("the tool's own payload became %v", conf.Payload)
+	}
+	if !strings.HasSuffix(conf.Hint, fmt.Sprintf("The block's code (its first %d bytes):\n%s", maxShownCode-1, code[:maxShownCode-1])) {
+		t.Errorf("hint %q, want the code's first bytes at its end", conf.Hint[:min(len(conf.Hint), 200)])
+	}
+	r.code = "print(1)"
+	if conf = r.confirmation("call-1"); !strings.HasSuffix(conf.Hint, "The block's code:\nprint(1)") {
+		t.Errorf("hint %q, want the whole short code at its end", conf.Hint)
 	}
 }
 
