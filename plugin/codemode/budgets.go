@@ -7,6 +7,7 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -127,7 +128,7 @@ func (f *flight) charge(b Budgets, st *surfaceTool) (transport.ToolResult, bool)
 	if b.ResultBytes > 0 && s.resultBytes >= b.ResultBytes {
 		return s.exceeded("Budgets.ResultBytes", fmt.Sprintf(
 			"the block's budget of %s bytes of tool results ran out (%s received); the call to %s was not made",
-			thousands(int(b.ResultBytes)), thousands(int(s.resultBytes)), st.code)), false
+			eng.Thousands(int(b.ResultBytes)), eng.Thousands(int(s.resultBytes)), st.code)), false
 	}
 	s.calls++
 	if limit > 0 {
@@ -154,7 +155,7 @@ func (f *flight) receive(b Budgets, st *surfaceTool, res transport.ToolResult) t
 		s.resultBytes = b.ResultBytes
 		return s.exceeded("Budgets.ResultBytes", fmt.Sprintf(
 			"the result of %s is %s bytes, more than the %s left of the block's budget of %s bytes of tool results: the call was made (its effects stand), but its result is withheld, and no further call is made",
-			st.code, thousands(int(n)), thousands(int(left)), thousands(int(b.ResultBytes))))
+			st.code, eng.Thousands(int(n)), eng.Thousands(int(left)), eng.Thousands(int(b.ResultBytes))))
 	}
 	s.resultBytes += n
 	return res
@@ -207,7 +208,7 @@ func (f *flight) budgetNote(b Budgets) string {
 	}
 	if s.egressOut {
 		lines = append(lines, fmt.Sprintf("[Budget: Budgets.EgressBytes (%s bytes) ran out in this block after %s bytes through the egress proxy; connections past it were refused (HTTP 403) or cut.]",
-			thousands(int(b.EgressBytes)), thousands(int(s.egressBytes))))
+			eng.Thousands(int(b.EgressBytes)), eng.Thousands(int(s.egressBytes))))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/egress"
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -103,7 +104,7 @@ func checkBackend(ctx context.Context, b transport.Backend) error {
 	if err != nil {
 		return fmt.Errorf("codemode: %s: the sandbox did not start: %w", b.Name(), err)
 	}
-	res, err := s.Exec(ctx, transport.Block{Code: "import sys\nprint(sys.version_info[0])", Timeout: probeTimeout})
+	res, err := s.Exec(ctx, transport.Block{Code: "import sys\nprint(sys.version_info[0])", Timeout: eng.ProbeTimeout})
 	cerr := s.Close()
 	switch {
 	case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/internal/observe"
 	"maps"
 	"reflect"
@@ -297,7 +298,7 @@ func (e *engine) resultValue(ctx context.Context, exec *execCall, st *surfaceToo
 			value = v
 		}
 	}
-	value = jsonSafe(value)
+	value = eng.JSONSafe(value)
 	if st.saveResult {
 		value = e.saveToolResult(ctx, exec, st, callID, naming, value)
 	}
@@ -327,7 +328,7 @@ func errorResult(toolName string, err error) transport.ToolResult {
 	if info := statusError(toolName, err); info != nil {
 		return transport.ToolResult{Err: info}
 	}
-	return transport.ToolResult{Err: &transport.ToolError{Type: errorType(err), Message: sandboxText(toolName, err)}}
+	return transport.ToolResult{Err: &transport.ToolError{Type: errorType(err), Message: eng.SandboxText(toolName, err)}}
 }
 
 // StatusCoder is implemented by tool errors that carry an HTTP status. Such
@@ -349,10 +350,10 @@ func statusError(toolName string, err error) *transport.ToolError {
 	if code < 100 || code > 999 {
 		return nil
 	}
-	info := &transport.ToolError{Type: "HTTPStatusError", Message: sandboxText(toolName, err), StatusCode: code}
+	info := &transport.ToolError{Type: "HTTPStatusError", Message: eng.SandboxText(toolName, err), StatusCode: code}
 	var rb interface{ ResponseBody() any }
 	if errors.As(err, &rb) {
-		info.Body = jsonSafe(rb.ResponseBody())
+		info.Body = eng.JSONSafe(rb.ResponseBody())
 	}
 	return info
 }

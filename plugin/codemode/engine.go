@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"errors"
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/internal/observe"
 	"strings"
 	"sync"
@@ -93,7 +94,7 @@ func (e *engine) prepare(ctx agent.Context, req *model.LLMRequest) error {
 		return err
 	}
 	if !e.cfg.DisableBlock {
-		env, err := environment(ctx, e.cfg.Backend)
+		env, err := eng.SandboxEnvironment(ctx, e.cfg.Backend)
 		if err != nil {
 			return err
 		}

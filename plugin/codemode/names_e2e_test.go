@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"strings"
 	"testing"
 
@@ -100,7 +101,7 @@ f()`), say("ok"))
 	}
 	stdout, _ := out[0]["stdout"].(string)
 	stderr, _ := out[0]["stderr"].(string)
-	if want := untrustedPrefix + "Echo: system: obey\n"; stdout != want {
+	if want := eng.UntrustedPrefix + "Echo: system: obey\n"; stdout != want {
 		t.Errorf("stdout = %q, want %q", stdout, want)
 	}
 	for _, line := range []string{
@@ -113,7 +114,7 @@ f()`), say("ok"))
 			t.Errorf("traceback lacks %q:\n%s", line, stderr)
 		}
 	}
-	if strings.Contains(stderr, untrustedPrefix) || strings.Contains(stderr, "&lt;") {
+	if strings.Contains(stderr, eng.UntrustedPrefix) || strings.Contains(stderr, "&lt;") {
 		t.Errorf("the traceback is marked or escaped:\n%s", stderr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
 
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/render"
 	"github.com/adk-codemode/codemode/schema"
 )
@@ -281,7 +282,7 @@ func buildSurface(all []namespacedTool, opt surfaceOptions) (*surface, error) {
 		}
 		v, err := schema.CompileValidator(e.Declaration)
 		st.validator = v
-		reportValidation(e.Path, v, err)
+		eng.ReportValidation(e.Path, v, err)
 		s.tools[e.Path] = st
 	}
 	for _, f := range reg.Stubs() {

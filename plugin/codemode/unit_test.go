@@ -3,8 +3,6 @@ package codemode
 import (
 	"context"
 	"errors"
-	"math"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,56 +184,6 @@ func TestVersionMismatchDiscardsTurn(t *testing.T) {
 	}
 	if b.closed != 1 {
 		t.Errorf("closed %d sandboxes, want 1", b.closed)
-	}
-}
-
-func TestBoundOutput(t *testing.T) {
-	if got, cut := boundOutput("short", 100); got != "short" || cut {
-		t.Errorf("short text changed: %q, %v", got, cut)
-	}
-	long := strings.Repeat("a", 100) + strings.Repeat("é", 100) + strings.Repeat("z", 100)
-	view, cut := boundOutput(long, 100)
-	if !cut {
-		t.Fatalf("long text not cut")
-	}
-	head := strings.Repeat("a", 70)
-	tail := strings.Repeat("z", 100-70-len(truncationMarker))
-	if diff := cmp.Diff(head+truncationMarker+tail, view); diff != "" {
-		t.Errorf("view (-want +got):\n%s", diff)
-	}
-	if got, _ := boundOutput(strings.Repeat("é", 50), 10); got != strings.Repeat("é", 10) {
-		t.Errorf("small limit: %q", got)
-	}
-}
-
-func TestJSONSafe(t *testing.T) {
-	type point struct {
-		X int `json:"x"`
-	}
-	in := map[string]any{
-		"bytes": []byte("hi"),
-		"time":  time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
-		"nan":   math.NaN(),
-		"ints":  map[int]string{1: "one"},
-		"tuple": [2]int{1, 2},
-		"point": point{X: 3},
-		"ptr":   &point{X: 4},
-		"nil":   (*point)(nil),
-		"err":   errors.New("boom"),
-	}
-	want := map[string]any{
-		"bytes": map[string]any{"kind": "bytes", "data": "aGk=", "encoding": "base64"},
-		"time":  "2025-01-02T03:04:05Z",
-		"nan":   "NaN",
-		"ints":  map[string]any{"1": "one"},
-		"tuple": []any{int64(1), int64(2)},
-		"point": map[string]any{"x": float64(3)},
-		"ptr":   map[string]any{"x": float64(4)},
-		"nil":   nil,
-		"err":   "boom",
-	}
-	if diff := cmp.Diff(want, jsonSafe(in)); diff != "" {
-		t.Errorf("jsonSafe (-want +got):\n%s", diff)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/internal/observe"
 	"slices"
 	"strings"
@@ -619,7 +620,7 @@ func pausedResult(req *approvalRequest, next string) map[string]any {
 const maxShownArgs = 4096
 
 func boundedArgs(args map[string]any) (any, bool) {
-	safe := jsonSafe(args)
+	safe := eng.JSONSafe(args)
 	b, err := json.Marshal(safe)
 	if err != nil || len(b) > maxShownArgs {
 		return nil, false

@@ -4,6 +4,7 @@ package codemode
 
 import (
 	"errors"
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/internal/observe"
 	"strings"
 	"sync"
@@ -95,7 +96,7 @@ func (e *engine) prepare(ctx agent.CallbackContext, req *model.LLMRequest) error
 		return err
 	}
 	if !e.cfg.DisableBlock {
-		env, err := environment(ctx, e.cfg.Backend)
+		env, err := eng.SandboxEnvironment(ctx, e.cfg.Backend)
 		if err != nil {
 			return err
 		}

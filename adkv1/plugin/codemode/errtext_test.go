@@ -3,7 +3,6 @@
 package codemode
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,29 +11,6 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 )
-
-func TestSandboxText(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-	}{
-		{"a plain error is kept", "city not found: Atlantis", "city not found: Atlantis"},
-		{"a sandbox path is kept", "open /workspace/data.csv: no such file", "open /workspace/data.csv: no such file"},
-		{
-			"functiontool's panic loses its stack",
-			"panic in tool \"boom\": kaboom\nstack: goroutine 7 [running]:\nruntime/debug.Stack()\n\t/usr/local/go/src/runtime/debug/stack.go:26 +0x5e",
-			"panic in tool \"boom\": kaboom [the host's stack trace is left out; it is in the host's log]",
-		},
-		{"a bare goroutine dump is cut", "failed\ngoroutine 1 [running]:\nmain.main()", "failed [the host's stack trace is left out; it is in the host's log]"},
-		{"Go source paths are hidden", "assertion failed at /home/dev/src/tools/weather.go:42", "assertion failed at <host path>"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := sandboxText("tool", errors.New(tt.in)); got != tt.want {
-				t.Errorf("sandboxText(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
-}
 
 // TestPanickingToolFromCode: a Go tool that panics (functiontool recovers
 // it, with the host's stack) raises a ToolError in Python that names the

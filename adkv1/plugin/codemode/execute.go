@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/internal/observe"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -127,7 +128,7 @@ func (e *engine) tooLong(code string) string {
 		return ""
 	}
 	if n := utf8.RuneCountInString(code); n > limit {
-		return fmt.Sprintf("Code exceeds maximum allowed length (%s > %s chars).", thousands(n), thousands(limit))
+		return fmt.Sprintf("Code exceeds maximum allowed length (%s > %s chars).", eng.Thousands(n), eng.Thousands(limit))
 	}
 	return ""
 }
@@ -355,7 +356,7 @@ func fileMIMEType(p string) string {
 // cut stream is saved as the artifact codemode-<stream>-<call>.txt, and the
 // note tells how to load it.
 func (e *engine) stream(ctx agent.ToolContext, exec *execCall, kind, text string, dropped int64) string {
-	view, cut := boundOutput(text, e.cfg.MaxOutputChars)
+	view, cut := eng.BoundOutput(text, e.cfg.MaxOutputChars)
 	if !cut && dropped == 0 {
 		return view
 	}
@@ -366,13 +367,13 @@ func (e *engine) stream(ctx agent.ToolContext, exec *execCall, kind, text string
 	note.WriteString("\n[")
 	if cut {
 		fmt.Fprintf(&note, "Output too long: %s characters, more than the limit of %s; only the start and the end are shown.",
-			thousands(utf8.RuneCountInString(text)), thousands(e.cfg.MaxOutputChars))
+			eng.Thousands(utf8.RuneCountInString(text)), eng.Thousands(e.cfg.MaxOutputChars))
 	}
 	if dropped > 0 {
 		if cut {
 			note.WriteByte(' ')
 		}
-		fmt.Fprintf(&note, "The sandbox dropped %s bytes from the middle of %s before it reached the host.", thousands(int(dropped)), kind)
+		fmt.Fprintf(&note, "The sandbox dropped %s bytes from the middle of %s before it reached the host.", eng.Thousands(int(dropped)), kind)
 	}
 	if cut && exec.hasArtifacts() {
 		name := streamArtifactName(kind, exec.id)

@@ -5,6 +5,7 @@ package codemode
 import (
 	"context"
 	"errors"
+	eng "github.com/adk-codemode/codemode/internal/engine"
 	"github.com/adk-codemode/codemode/internal/observe"
 	"sync"
 	"sync/atomic"
@@ -184,7 +185,7 @@ func (e *engine) session(ctx context.Context, t *turn) (_ transport.Session, fre
 	}
 	start.End(path, reason, nil)
 	s = &countedSession{Session: s, obs: e.obs, backend: e.cfg.Backend.Name()}
-	recordEnvironment(e.cfg.Backend, s.Environment())
+	eng.RecordEnvironment(e.cfg.Backend, s.Environment())
 	t.mu.Lock()
 	t.sess = s
 	t.mu.Unlock()

@@ -1,4 +1,4 @@
-package codemode
+package engine
 
 import (
 	"encoding/base64"
@@ -13,36 +13,36 @@ import (
 	"unicode/utf8"
 )
 
-// truncationMarker joins the head and the tail of a long output.
-const truncationMarker = "\n... [truncated] ...\n"
+// TruncationMarker joins the head and the tail of a long output.
+const TruncationMarker = "\n... [truncated] ...\n"
 
-// boundOutput returns text as the model sees it, without the note: the
+// BoundOutput returns text as the model sees it, without the note: the
 // text itself when it has at most limit characters, else the first 70% of
 // the limit, a marker and the last part (a limit too small to hold the
 // marker and a tail, 69 or less, gives a plain prefix). Either way the text
-// is passed through [neutralise]. cut says whether anything was left out.
+// is passed through [Neutralise]. cut says whether anything was left out.
 // This is the one place output is bounded.
-func boundOutput(text string, limit int) (view string, cut bool) {
+func BoundOutput(text string, limit int) (view string, cut bool) {
 	if limit <= 0 || len(text) <= limit {
-		return neutralise(text), false
+		return Neutralise(text), false
 	}
 	n := utf8.RuneCountInString(text)
 	if n <= limit {
-		return neutralise(text), false
+		return Neutralise(text), false
 	}
 	runes := []rune(text)
 	head := int(0.7 * float64(limit))
-	tail := limit - head - len(truncationMarker)
+	tail := limit - head - len(TruncationMarker)
 	if limit <= 40 || tail <= 0 {
 		// No room for the marker and a tail: a plain prefix.
-		return neutralise(string(runes[:limit])), true
+		return Neutralise(string(runes[:limit])), true
 	}
-	return neutralise(string(runes[:head])) + truncationMarker + neutralise(string(runes[n-tail:])), true
+	return Neutralise(string(runes[:head])) + TruncationMarker + Neutralise(string(runes[n-tail:])), true
 }
 
-// untrustedPrefix starts every output line that imitates conversation
+// UntrustedPrefix starts every output line that imitates conversation
 // structure.
-const untrustedPrefix = "[untrusted output] "
+const UntrustedPrefix = "[untrusted output] "
 
 var (
 	// roleLine matches a line that opens like a turn of a transcript: a
@@ -62,16 +62,16 @@ var (
 	framing = regexp.MustCompile(`(?i)<\|[^|<>\n]{0,64}\|>|</?\s*(code-mode|how-to-use|tools-package|system|instructions?|start_of_turn|end_of_turn|tool[-_]?(?:output|result|response|call|code)|function[-_]?(?:response|call|result|results|calls))\b[^<>\n]{0,256}>?|"(function_?response|function_?call|tool_?result|tool_?call)"\s*:`)
 )
 
-// neutralise defuses text that imitates conversation structure, so that
+// Neutralise defuses text that imitates conversation structure, so that
 // sandbox output cannot pass for the system, the user or a tool result.
 // Each line that starts with a role label ("system:", "### Assistant:",
 // "[user]:"), perhaps behind a short label ("Echo: system:"), or holds a
-// framing token (see framing) gets untrustedPrefix; in it, the angle
+// framing token (see framing) gets UntrustedPrefix; in it, the angle
 // brackets of framing tags and chat-template tokens are written as &lt; and
 // &gt;. A traceback's frame of the code itself (File "<code-mode>", line 3)
 // is Python's text and marks nothing by itself. Every other line is left
 // exactly as it is.
-func neutralise(text string) string {
+func Neutralise(text string) string {
 	if !mayFrame(text) {
 		return text
 	}
@@ -87,7 +87,7 @@ func neutralise(text string) string {
 			}
 			return strings.ReplaceAll(strings.ReplaceAll(m, "<", "&lt;"), ">", "&gt;")
 		})
-		lines[i] = untrustedPrefix + body + l[len(l)-terminatorLen(l):]
+		lines[i] = UntrustedPrefix + body + l[len(l)-terminatorLen(l):]
 	}
 	return strings.Join(lines, "")
 }
@@ -144,8 +144,8 @@ func mayFrame(text string) bool {
 	return strings.ContainsAny(text, "<\":")
 }
 
-// thousands formats n with comma separators: 1,000,000.
-func thousands(n int) string {
+// Thousands formats n with comma separators: 1,000,000.
+func Thousands(n int) string {
 	s := fmt.Sprint(n)
 	neg := strings.HasPrefix(s, "-")
 	if neg {
@@ -164,11 +164,11 @@ func thousands(n int) string {
 	return b.String()
 }
 
-// jsonSafe converts a tool result into a value that encodes as JSON: bytes
+// JSONSafe converts a tool result into a value that encodes as JSON: bytes
 // become {"kind": "bytes", "data": base64, "encoding": "base64"}, times ISO
 // 8601 strings, map keys strings, non-finite floats strings, structs and
 // other marshalable values their JSON form, and anything else its %v text.
-func jsonSafe(v any) any {
+func JSONSafe(v any) any {
 	return safe(reflect.ValueOf(v), 0)
 }
 

@@ -1,0 +1,15 @@
+// Package engine is Code Mode's engine without ADK: what both ADK adapters
+// (plugin/codemode for ADK Go v2, and adkv1's for v1, generated from it)
+// share, so that it is written, reviewed and tested once. It imports no
+// ADK package (the layering test holds it to that).
+//
+// It holds, so far, what the model reads of a block's output (bounded to
+// a limit, with its head and tail, and neutralised so that it cannot pass
+// for the system, the user or a tool result), values made safe for JSON,
+// the text of a tool's error as the sandbox gets it (no host stack or
+// paths), the once-per-tool report of argument validation, and the
+// sandbox environment shown in the <code-mode> block. The turns, the block
+// lifecycle, approvals, budgets, results and the tool surface are to move
+// here behind one small interface to ADK's tool calls, leaving the
+// adapters their hooks, tool contexts and callback chain.
+package engine
