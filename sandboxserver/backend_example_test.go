@@ -3,6 +3,7 @@ package sandboxserver_test
 import (
 	"context"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,13 @@ func (b *processBackend) Open(ctx context.Context, cfg transport.SessionConfig) 
 	}
 	workspace, files := filepath.Join(dir, "workspace"), filepath.Join(dir, "files")
 	cleanup := func() {
-		_ = os.Chmod(files, 0o700) // the server makes it read-only
+		// The server makes the files' directories read-only.
+		_ = filepath.WalkDir(files, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
 		_ = os.RemoveAll(dir)
 	}
 	if err = os.Mkdir(workspace, 0o700); err == nil {

@@ -26,8 +26,10 @@ type ConnectOptions struct {
 	ReadyTimeout time.Duration
 	// Logger receives the server's log frames. Nil means slog.Default().
 	Logger *slog.Logger
-	// OnClose runs once when the session closes, after stream is closed:
-	// stop the sandbox here and wait for it.
+	// OnClose runs once, after stream is closed: when the session closes,
+	// and also when Connect fails (so a backend cleans up in one place and
+	// not again after a failed Connect). Stop the sandbox here and wait
+	// for it.
 	OnClose func() error
 }
 
@@ -41,7 +43,9 @@ type ConnectOptions struct {
 // session closes stream, then runs opts.OnClose.
 //
 // A backend of your own is a way to start a sandbox and reach its server,
-// plus Connect. Input from the sandbox is hostile, and Connect treats it
+// plus Connect. SendFiles and the server's --files-over-stdin go together:
+// a server started with it waits for the files before its ready frame,
+// and one started without it refuses a stream that opens with them. Input from the sandbox is hostile, and Connect treats it
 // so: frames are bounded and decoded strictly, and a stream that breaks
 // the protocol ends the session.
 func Connect(ctx context.Context, stream io.ReadWriteCloser, cfg transport.SessionConfig, opts ConnectOptions) (transport.Session, error) {

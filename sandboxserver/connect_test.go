@@ -1,12 +1,16 @@
 package sandboxserver_test
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/sandboxserver"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )
@@ -30,4 +34,57 @@ func TestABackendOfYourOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	transporttest.Run(t, func(t *testing.T) transport.Backend { return &processBackend{bin: bin, python: python} }, transporttest.Options{})
+}
+
+// TestConnectMismatches pairs a host and a server that disagree about the
+// files preamble, or a server with no place for the files: each ends with
+// an error that says what to change, not a bare EOF or a 60 s wait.
+func TestConnectMismatches(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		hostcap.Missing(t, hostcap.Python, err)
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		hostcap.Missing(t, hostcap.GoCommand, "to build the codemode-sandbox command: ", err)
+	}
+	bin := filepath.Join(t.TempDir(), "codemode-sandbox")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/codemode-sandbox").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	files := map[string][]byte{"tools/__init__.py": []byte("X = 1\n")}
+	for _, tc := range []struct {
+		name      string
+		flags     []string
+		sendFiles bool
+		want      string
+	}{
+		{"files sent to a server that does not read them", nil, true, "--files-over-stdin"},
+		{"files directory missing", []string{"--files-over-stdin", "--files", "/nonexistent/files"}, true, "--files /nonexistent/files"},
+		{"no files directory", []string{"--files-over-stdin"}, true, "--files-over-stdin needs --files"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			cmd := exec.Command(bin, append([]string{"--python", python, "--workdir", ws}, tc.flags...)...)
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			stream := struct {
+				io.Reader
+				io.WriteCloser
+			}{stdout, stdin}
+			s, err := sandboxserver.Connect(t.Context(), stream, transport.SessionConfig{Files: files},
+				sandboxserver.ConnectOptions{SendFiles: tc.sendFiles, ReadyTimeout: 20 * time.Second, OnClose: func() error { _ = cmd.Wait(); return nil }})
+			if err == nil {
+				// The server was ready before it read the stream: the first
+				// block finds out.
+				_, err = s.Exec(t.Context(), transport.Block{Code: "print(1)"})
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v; want an error that names %q", err, tc.want)
+			}
+		})
+	}
 }

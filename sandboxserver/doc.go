@@ -26,7 +26,7 @@
 // [Connect] is the other end: the host's side of one session over any
 // byte stream to such a server. With it, a backend of your own is a way to
 // start a sandbox and reach its server; the package's example test
-// (processBackend, under 70 lines) is one, and passes the transporttest
+// (processBackend, a file of under 80 lines) is one, and passes the transporttest
 // suite that the library's backends pass.
 //
 // Local backends do not use this package: they run the same server in the

@@ -16,12 +16,13 @@
 // is a [*ConnectionError] whose [Stage] says whether the block may have
 // run, which decides whether it is safe to run it again.
 //
-// [Pool] wraps a backend and keeps sessions started ahead of need.
-//
-// This package has no wire types: how frames travel is the business of
-// package internal/wire, and how a sandbox is started that of the
-// backends (package backend/jail, backend/unsandboxed) and of
-// internal/launch's Launch, their shared recipe.
+// This package is the contract alone, on the standard library: it has no
+// wire types and starts no sandbox. The backends start sandboxes (package
+// backend/jail, backend/docker, backend/remote, backend/unsandboxed); a
+// backend of your own reaches the server in its sandbox with
+// sandboxserver.Connect, over any byte stream, and transporttest.Run
+// holds it to the contract; warm.Pool (package backend/warm) wraps any
+// backend and keeps sessions started ahead of need.
 //
 // # Concurrency
 //

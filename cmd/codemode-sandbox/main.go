@@ -100,7 +100,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 	}
 	if *filesOverStdin {
 		if err := receiveFiles(stdin, cfg.FilesDir, l.maxFiles); err != nil {
-			fmt.Fprintf(stderr, "codemode-sandbox: %v\n", err)
+			refuse(err)
 			return 1
 		}
 	}
@@ -122,6 +122,12 @@ func run(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) int
 func receiveFiles(stdin io.Reader, dir string, maxBytes int64) error {
 	if dir == "" {
 		return errors.New("--files-over-stdin needs --files: a writable directory for the tools package")
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return fmt.Errorf("--files %s: %w: create it, an empty directory this server can write to, before it starts", dir, err)
 	}
 	files, err := wsproto.ReadFilesPreamble(stdin, wsproto.FileLimits{MaxBytes: maxBytes})
 	if err != nil {

@@ -167,6 +167,13 @@ func serve(ctx context.Context, conn *wire.Conn, cfg *Config, p procs, calls *wi
 		case <-ctx.Done():
 			return ctx.Err()
 		case hf := <-hostFrames:
+			if errors.Is(hf.err, wire.ErrProtocol) || errors.Is(hf.err, wire.ErrFrameTooLarge) {
+				// The host's stream broke the protocol: say why, to the
+				// host if it still reads and to whoever reads our error.
+				err := fmt.Errorf("the host's stream: %w", hf.err)
+				_ = conn.Write(&wire.ErrorFrame{Message: "sandbox server: " + err.Error()})
+				return err
+			}
 			if hf.err != nil {
 				return nil // the host went away: end the session
 			}

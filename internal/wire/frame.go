@@ -218,6 +218,11 @@ var newFrame = map[string]func() Frame{
 // ErrProtocol is wrapped by every decoding error.
 var ErrProtocol = errors.New("wire: protocol error")
 
+// FilesPreambleMagic opens the files preamble that may precede the frames
+// on a byte stream (internal/wsproto's WriteFilesPreamble): a frame that
+// starts with it is that preamble, sent to an end that does not read it.
+const FilesPreambleMagic = "CMFILES1"
+
 func protocolErrorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
 }
@@ -262,6 +267,11 @@ func Decode(line []byte) (Frame, error) {
 	line = bytes.TrimRight(line, "\r\n")
 	if len(bytes.TrimSpace(line)) == 0 {
 		return nil, protocolErrorf("empty frame")
+	}
+	if bytes.HasPrefix(line, []byte(FilesPreambleMagic)) {
+		return nil, protocolErrorf("the stream opens with the files preamble (%s), which this end was not told to read: "+
+			"a server that takes the session's files on its stream reads them first (codemode-sandbox --files-over-stdin), "+
+			"and a host sends them only to such a server (sandboxserver.ConnectOptions.SendFiles)", FilesPreambleMagic)
 	}
 	raw, err := splitObject(line)
 	if err != nil {

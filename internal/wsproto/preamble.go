@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/adk-codemode/codemode/internal/wire"
 )
 
 // preambleMagic opens the files preamble on a byte stream.
-const preambleMagic = "CMFILES1"
+const preambleMagic = wire.FilesPreambleMagic
 
 // preambleHeader is the preamble's header: the magic and the message's
 // length as a big-endian uint64.
