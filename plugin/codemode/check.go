@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/adk/v2/tool"
+
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/egress"
 	eng "github.com/adk-codemode/codemode/internal/engine"
@@ -13,11 +15,43 @@ import (
 )
 
 // validate reports the first setting of cfg that cannot be meant, naming
-// the field and what to write instead. Zero always means the default, and
-// the fields documented to take a negative value take it; any other
-// negative value, and a duration under a millisecond (a bare number is
-// nanoseconds: Timeout: 30 is 30ns), is a mistake.
+// the field and what to write instead. It is the one place a Config is
+// checked: New, the callbacks and Check call it first, and what they build
+// from a Config that passed does not fail for its settings. In order: the
+// durations and numbers (zero always means the default, and the fields
+// documented to take a negative value take it; any other negative value,
+// and a duration under a millisecond, since a bare number is nanoseconds:
+// Timeout: 30 is 30ns), the egress policy and the backend, the tools (none
+// nil, none only for a direct call, each runnable, no two with one name,
+// none named like a built-in artifact tool while those are on), the names
+// in Direct, the toolsets' namespaces, and a budget of egress bytes on a
+// backend that meters them.
 func (cfg Config) validate() error {
+	if err := cfg.validateSettings(); err != nil {
+		return err
+	}
+	if _, err := staticTools(cfg.Tools); err != nil {
+		return err
+	}
+	if err := checkToolNames(cfg.Tools, !cfg.DisableArtifactTools); err != nil {
+		return err
+	}
+	if err := checkDirect(cfg); err != nil {
+		return err
+	}
+	if _, err := namedToolsets(cfg); err != nil {
+		return err
+	}
+	backend := cfg.Backend
+	if backend == nil {
+		backend = &jail.Backend{Egress: cfg.Egress} // the default, as New makes it
+	}
+	return checkEgressBudget(cfg.Budgets, backend)
+}
+
+// validateSettings checks cfg's durations, numbers, egress policy and
+// backend (see validate).
+func (cfg Config) validateSettings() error {
 	for _, d := range []struct {
 		name     string
 		v        time.Duration
@@ -135,6 +169,40 @@ func checkDirect(cfg Config) error {
 		if !known[n] && len(cfg.Toolsets) == 0 {
 			return fmt.Errorf("codemode: Config.Direct names %q, which is not one of Config.Tools; name a tool the code can call (its Name())", n)
 		}
+	}
+	return nil
+}
+
+// checkToolNames refuses two tools of Config.Tools with one name, and a
+// tool named like a built-in artifact tool while those are on, naming
+// both: the error the catalog would give knows neither where the names
+// came from nor that one of them is Code Mode's.
+func checkToolNames(tools []tool.Tool, artifactToolsOn bool) error {
+	seen := map[string]int{}
+	if artifactToolsOn {
+		for _, b := range artifactTools() {
+			seen[b.Name()] = -1
+		}
+	}
+	for i, t := range tools {
+		j, dup := seen[t.Name()]
+		switch {
+		case dup && j < 0:
+			return fmt.Errorf("codemode: Config.Tools[%d] is named %q, as Code Mode's built-in artifact tool is: rename it, or set Config.DisableArtifactTools to leave the built-in tools out", i, t.Name())
+		case dup:
+			return fmt.Errorf("codemode: Config.Tools[%d] and Config.Tools[%d] are both named %q: give them names of their own", j, i, t.Name())
+		}
+		seen[t.Name()] = i
+	}
+	return nil
+}
+
+// checkEgressBudget fails when b sets Budgets.EgressBytes for a backend
+// whose sessions do not meter their egress.
+func checkEgressBudget(b Budgets, backend transport.Backend) error {
+	if b.EgressBytes > 0 && !transport.MetersEgress(backend) {
+		return fmt.Errorf("codemode: Budgets.EgressBytes is %d, but the backend %s has no egress proxy that meters each block's bytes: set Config.Egress (or the jail backend's Egress), or leave Budgets.EgressBytes zero",
+			b.EgressBytes, backend.Name())
 	}
 	return nil
 }

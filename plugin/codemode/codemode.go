@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"fmt"
+
 	"github.com/adk-codemode/codemode/internal/observe"
 
 	"google.golang.org/genai"
@@ -127,17 +128,9 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 		}
 		cfg.Backend, own = jb, jb
 	}
-	if err := checkEgressBudget(cfg.Budgets, cfg.Backend); err != nil {
-		return nil, err
-	}
+	// validate has refused what these would: they build.
 	bare, err := staticTools(cfg.Tools)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkToolNames(cfg.Tools, !cfg.DisableArtifactTools); err != nil {
-		return nil, err
-	}
-	if err := checkDirect(cfg); err != nil {
 		return nil, err
 	}
 	toolsets, err := namedToolsets(cfg)

@@ -57,8 +57,8 @@ var _ transport.ToolHandler = handler{}
 
 func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transport.ToolResult {
 	// While the block is paused for approval no execute_code call runs;
-	// the call waits for the block to resume (see [flight.enter]).
-	f := h.t.currentFlight()
+	// the call waits for the block to resume (see [block.enter]).
+	f := h.t.currentBlock()
 	if f == nil {
 		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running; "+
 			"tools can only be called while the code that calls them runs", call.Name)
@@ -90,7 +90,7 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 // attached: it waits while the block is paused for approval, and counts
 // as a call in flight, so the block pauses only once it ends. It returns
 // the request when the tool asked for confirmation.
-func (h handler) dispatchOnce(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall) (transport.ToolResult, *approvalRequest) {
+func (h handler) dispatchOnce(ctx context.Context, f *block, st *surfaceTool, call transport.ToolCall) (transport.ToolResult, *approvalRequest) {
 	if res, ok := f.enter(ctx); !ok {
 		return res, nil
 	}
@@ -101,7 +101,7 @@ func (h handler) dispatchOnce(ctx context.Context, f *flight, st *surfaceTool, c
 // ends the count. id and conf are the call's function call id and the
 // person's answer when it runs again after approval; a new call, with no
 // id, gets the block's next one.
-func (h handler) dispatchHeld(ctx context.Context, f *flight, st *surfaceTool, call transport.ToolCall, id string, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+func (h handler) dispatchHeld(ctx context.Context, f *block, st *surfaceTool, call transport.ToolCall, id string, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
 	defer f.leave()
 	exec := h.t.current()
 	if exec == nil {

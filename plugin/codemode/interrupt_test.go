@@ -140,7 +140,7 @@ func inFlight(e *engine) []string {
 	defer e.mu.Unlock()
 	var ids []string
 	for id, tn := range e.turns {
-		if tn.currentFlight() != nil {
+		if tn.currentBlock() != nil {
 			ids = append(ids, id)
 		}
 	}

@@ -80,7 +80,7 @@ func (b Budgets) blocksPerTurn() int {
 const budgetType = "BudgetExceeded"
 
 // spend is what one block has spent of its budgets. Guarded by its
-// flight's mu.
+// block's mu.
 type spend struct {
 	calls       int
 	perTool     map[string]int
@@ -109,7 +109,7 @@ func (s *spend) exceeded(name, msg string) transport.ToolResult {
 
 // charge admits a call of st against the block's budgets, counting it, or
 // refuses it.
-func (f *flight) charge(b Budgets, st *surfaceTool) (transport.ToolResult, bool) {
+func (f *block) charge(b Budgets, st *surfaceTool) (transport.ToolResult, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := &f.spent
@@ -144,7 +144,7 @@ func (f *flight) charge(b Budgets, st *surfaceTool) (transport.ToolResult, bool)
 
 // receive charges the result of a call of st that was made against the
 // block's budget of result bytes: a result that would pass it is withheld.
-func (f *flight) receive(b Budgets, st *surfaceTool, res transport.ToolResult) transport.ToolResult {
+func (f *block) receive(b Budgets, st *surfaceTool, res transport.ToolResult) transport.ToolResult {
 	if b.ResultBytes <= 0 || res.Err != nil {
 		return res
 	}
@@ -163,16 +163,6 @@ func (f *flight) receive(b Budgets, st *surfaceTool, res transport.ToolResult) t
 	return res
 }
 
-// checkEgressBudget fails when b sets Budgets.EgressBytes for a backend
-// whose sessions do not meter their egress.
-func checkEgressBudget(b Budgets, backend transport.Backend) error {
-	if b.EgressBytes > 0 && !transport.MetersEgress(backend) {
-		return fmt.Errorf("codemode: Budgets.EgressBytes is %d, but the backend %s has no egress proxy that meters each block's bytes: set Config.Egress (or the jail backend's Egress), or leave Budgets.EgressBytes zero",
-			b.EgressBytes, backend.Name())
-	}
-	return nil
-}
-
 // meterEgress starts metering the block about to run on s against
 // Budgets.EgressBytes, when s meters its egress.
 func meterEgress(b Budgets, s transport.Session) {
@@ -183,7 +173,7 @@ func meterEgress(b Budgets, s transport.Session) {
 
 // egressSpent records what the block moved through the egress proxy of s,
 // when s meters its egress, and says whether s does.
-func (f *flight) egressSpent(s transport.Session) (bytes int64, exceeded, metered bool) {
+func (f *block) egressSpent(s transport.Session) (bytes int64, exceeded, metered bool) {
 	m := transport.EgressMeterOf(s)
 	if m == nil {
 		return 0, false, false
@@ -196,7 +186,7 @@ func (f *flight) egressSpent(s transport.Session) (bytes int64, exceeded, metere
 }
 
 // budgetNote tells the model which budgets of the block ran out, or is "".
-func (f *flight) budgetNote(b Budgets) string {
+func (f *block) budgetNote(b Budgets) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := &f.spent

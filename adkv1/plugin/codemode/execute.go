@@ -154,7 +154,7 @@ func (e *lostError) Error() string { return e.msg }
 // sandbox it ran in. A block that could not be sent runs once more, in a
 // fresh sandbox, with a note that earlier state is gone. clock, if set,
 // runs while the block is sent and run, never while a sandbox starts.
-func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, clock *runClock) (*transport.Result, transport.Session, error) {
+func (e *engine) runBlock(ctx context.Context, tn *turn, blk transport.Block, clock *runClock) (*transport.Result, transport.Session, error) {
 	lostState := false // a sandbox that earlier calls used was lost
 	for attempt := 1; ; attempt++ {
 		sess, fresh, err := e.session(ctx, tn)
@@ -174,7 +174,7 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, block transport.Block, 
 		}
 		meterEgress(e.cfg.Budgets, sess)
 		clock.start()
-		res, err := sess.Exec(ctx, block)
+		res, err := sess.Exec(ctx, blk)
 		if err == nil {
 			if lostState {
 				// The model must know that what earlier blocks left is gone.

@@ -56,27 +56,3 @@ func namedToolsets(cfg Config) ([]namedToolset, error) {
 	}
 	return out, nil
 }
-
-// checkToolNames refuses two tools of Config.Tools with one name, and a
-// tool named like a built-in artifact tool while those are on, naming
-// both: the error the catalog would give knows neither where the names
-// came from nor that one of them is Code Mode's.
-func checkToolNames(tools []tool.Tool, artifactToolsOn bool) error {
-	seen := map[string]int{}
-	if artifactToolsOn {
-		for _, b := range artifactTools() {
-			seen[b.Name()] = -1
-		}
-	}
-	for i, t := range tools {
-		j, dup := seen[t.Name()]
-		switch {
-		case dup && j < 0:
-			return fmt.Errorf("codemode: Config.Tools[%d] is named %q, as Code Mode's built-in artifact tool is: rename it, or set Config.DisableArtifactTools to leave the built-in tools out", i, t.Name())
-		case dup:
-			return fmt.Errorf("codemode: Config.Tools[%d] and Config.Tools[%d] are both named %q: give them names of their own", j, i, t.Name())
-		}
-		seen[t.Name()] = i
-	}
-	return nil
-}

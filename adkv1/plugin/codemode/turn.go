@@ -29,7 +29,7 @@ type turn struct {
 	surf     *surface
 	sess     transport.Session
 	running  *execCall
-	fl       *flight      // the block running or paused in the sandbox
+	blk      *block       // the block running or paused in the sandbox
 	parked   *parkedBlock // set while a block of the turn awaits approval
 	inUse    int
 	lastUsed time.Time
@@ -67,15 +67,15 @@ func (t *turn) current() *execCall {
 	return t.running
 }
 
-func (t *turn) currentFlight() *flight {
+func (t *turn) currentBlock() *block {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.fl
+	return t.blk
 }
 
-func (t *turn) setFlight(f *flight) {
+func (t *turn) setBlock(f *block) {
 	t.mu.Lock()
-	t.fl = f
+	t.blk = f
 	t.mu.Unlock()
 }
 
