@@ -35,9 +35,9 @@ lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@set -e; for m in $(MODULES); do echo "== lint in $$m"; (cd $$m && $(GO) vet $(PKGS) && GOOS=darwin $(GO) vet $(PKGS) && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml $(PKGS)); done
 
-## generate: build the sandbox program embedded in internal/sandboxbin, and write the ADK Go v1 adapters (adkv1) from the v2 ones at the top level
+## generate: build the sandbox program embedded in internal/host/sandboxbin, and write the ADK Go v1 adapters (adkv1) from the v2 ones at the top level
 generate:
-	$(GO) generate ./internal/sandboxbin
+	$(GO) generate ./internal/host/sandboxbin
 	cd adkv1 && $(GO) generate ./internal/fromv2
 
 ## image: build the sandbox image codemode-sandbox:latest (images/README.md); with no BASE_IMAGE, on a Debian base made by debootstrap
@@ -62,10 +62,10 @@ bench:
 	$(GO) test -run '^$$' -bench 'JailColdStartInADKProgram' -benchtime 60x ./plugin/codemode
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime $(BENCHTIME) ./backend/jail
 	$(GO) test -run '^$$' -bench 'StartPython$$|BarePython' -benchtime 30x ./backend/jail
-	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./internal/server/
-	$(GO) test -run '^$$' -bench ChangedAfterBlock10k -benchtime 300x -benchmem ./internal/supervisor/
+	$(GO) test -run '^$$' -bench ServePrint -benchtime $(BENCHTIME) ./internal/both/server/
+	$(GO) test -run '^$$' -bench ChangedAfterBlock10k -benchtime 300x -benchmem ./internal/sandbox/supervisor/
 	$(GO) test -run '^$$' -bench RenderCatalog1000 -benchtime 20x -benchmem ./render/
-	$(GO) test -run '^$$' -bench ResumableRoundTrip -benchtime 5000x -count 3 ./internal/wsproto
+	$(GO) test -run '^$$' -bench ResumableRoundTrip -benchtime 5000x -count 3 ./internal/protocol/wsproto
 	$(GO) test -run '^$$' -bench 'WarmPrint|ToolCall' -benchtime 3000x -count 3 ./backend/remote
 	$(GO) test -run '^$$' -bench 'SessionStart' -benchtime 30x -count 2 ./backend/remote
 	$(GO) test -run '^$$' -bench GitHub -benchtime 10x -benchmem ./toolset/openapi/
@@ -77,31 +77,31 @@ EVIDENCE_JSON ?= evidence.json
 evidence:
 	$(GO) run ./cmd/codemode evidence --json $(EVIDENCE_JSON)
 
-## fuzz: every fuzz target of every module, each for FUZZTIME (internal/maketargets holds this list to the tree)
+## fuzz: every fuzz target of every module, each for FUZZTIME (internal/tooling/maketargets holds this list to the tree)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCompileValidator$$' -fuzztime $(FUZZTIME) ./schema
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONString$$' -fuzztime $(FUZZTIME) ./render
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderStubs$$' -fuzztime $(FUZZTIME) ./render
 	$(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
-	$(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./internal/engine
+	$(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./internal/host/engine
 	$(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/protocol/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzServeConn$$' -fuzztime $(FUZZTIME) ./egress
 	$(GO) test -run '^$$' -fuzz '^FuzzUpstreamResponse$$' -fuzztime $(FUZZTIME) ./egress
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME) ./internal/wsproto
-	$(GO) test -run '^$$' -fuzz '^FuzzParseResume$$' -fuzztime $(FUZZTIME) ./internal/wsproto
-	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime $(FUZZTIME) ./internal/wsproto
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFiles$$' -fuzztime $(FUZZTIME) ./internal/wsproto
-	$(GO) test -run '^$$' -fuzz '^FuzzReadFilesPreamble$$' -fuzztime $(FUZZTIME) ./internal/wsproto
-	$(GO) test -run '^$$' -fuzz '^FuzzParseEgress$$' -fuzztime $(FUZZTIME) ./internal/wsproto
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME) ./internal/supervisor
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME) ./internal/protocol/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzParseResume$$' -fuzztime $(FUZZTIME) ./internal/protocol/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzParseToken$$' -fuzztime $(FUZZTIME) ./internal/protocol/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFiles$$' -fuzztime $(FUZZTIME) ./internal/protocol/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFilesPreamble$$' -fuzztime $(FUZZTIME) ./internal/protocol/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEgress$$' -fuzztime $(FUZZTIME) ./internal/protocol/wsproto
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME) ./internal/sandbox/supervisor
 	$(GO) test -run '^$$' -fuzz '^FuzzReadStatus$$' -fuzztime $(FUZZTIME) ./backend/jail
 	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzNew$$' -fuzztime $(FUZZTIME) ./toolset/openapi
 
 ## golden: rewrite every golden file after an intended change (review the diff!): each package with an -update flag (the API listing in api/ too), then the generated adkv1 copies
 golden:
-	$(GO) test ./render ./cmd/codemode ./cmd/codemode-demo ./internal/server ./toolset/openapi/e2e ./internal/apicheck -update
+	$(GO) test ./render ./cmd/codemode ./cmd/codemode-demo ./internal/both/server ./toolset/openapi/e2e ./internal/tooling/apicheck -update
 	$(MAKE) generate
 
 ## tidy: check that every go.mod and go.sum is tidy (TIDY= to tidy them); adkv1's against the root in this tree
@@ -121,4 +121,4 @@ tidy:
 
 ## release: prepare a release of every module at VERSION (make release VERSION=v0.3.0); prints the commit and the tags to make, and pushes nothing
 release:
-	$(GO) run ./internal/release -version "$(VERSION)"
+	$(GO) run ./internal/tooling/release -version "$(VERSION)"

@@ -4,7 +4,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 
-	"github.com/adk-codemode/codemode/internal/hooklink"
+	"github.com/adk-codemode/codemode/internal/host/hooklink"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/callbacks"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 	"github.com/adk-codemode/codemode/transport"
 )

@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/clip"
+	"github.com/adk-codemode/codemode/internal/both/clip"
 )
 
 // maxHeaderBytes bounds a request's line and headers.

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // mapResolver maps names to addresses, as a test's DNS: the names on the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/evidence"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 

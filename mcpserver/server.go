@@ -16,7 +16,7 @@ import (
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/session"
 
-	"github.com/adk-codemode/codemode/internal/hooklink"
+	"github.com/adk-codemode/codemode/internal/host/hooklink"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 )
 

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/adk/v2/tool/mcptoolset"
 
 	"github.com/adk-codemode/codemode/backend/unsandboxed"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 )
 

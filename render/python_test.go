@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // compileScript reads JSON lines {"name", "source"} and answers each with a

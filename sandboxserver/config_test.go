@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/server"
+	"github.com/adk-codemode/codemode/internal/both/server"
 )
 
 // TestConfigReachesServer fills every field of Config and checks that the

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/wire"
-	"github.com/adk-codemode/codemode/internal/wsproto"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
+	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 
-	"github.com/adk-codemode/codemode/internal/server"
-	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/both/server"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
 )
 
 // Serve serves one session of the frame protocol (docs/protocol.md),

@@ -6,7 +6,7 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
 
-	"github.com/adk-codemode/codemode/adkv1/internal/hooklink"
+	"github.com/adk-codemode/codemode/adkv1/internal/host/hooklink"
 	"github.com/adk-codemode/codemode/adkv1/plugin/codemode"
 )
 

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
 	"go.opentelemetry.io/otel/attribute"
 	"io"
 	"os"
@@ -19,9 +19,9 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/adk-codemode/codemode/internal/tailbuf"
-	"github.com/adk-codemode/codemode/internal/wire"
-	"github.com/adk-codemode/codemode/internal/wsproto"
+	"github.com/adk-codemode/codemode/internal/both/tailbuf"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
+	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/docker"
 	"github.com/adk-codemode/codemode/backend/warm"
-	"github.com/adk-codemode/codemode/internal/sessionbench"
+	"github.com/adk-codemode/codemode/internal/testsupport/sessionbench"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/docker"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 

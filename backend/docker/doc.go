@@ -9,14 +9,14 @@
 // The session runs over the container's attached standard input and
 // output, demultiplexed with the client's stdcopy: no port is published and
 // nothing listens anywhere. The tools package arrives over the same stream
-// in the files preamble of package internal/wsproto, the tar message the
+// in the files preamble of package internal/protocol/wsproto, the tar message the
 // remote backend sends over its WebSocket, and the server
 // (codemode-sandbox --files-over-stdin) validates it and writes it read-only
 // to /tools.
 //
 // Each container runs without a network (NetworkMode none), with a
 // read-only root, all capabilities dropped, no-new-privileges, the jail's
-// system-call policy (internal/syscallpolicy) as a seccomp profile of the
+// system-call policy (internal/both/syscallpolicy) as a seccomp profile of the
 // backend's own rather than the engine's default (inline for Docker; for
 // podman, which takes a file, written to the temporary directory, so podman
 // must be reached through its unix socket), an init process, a private IPC

@@ -13,7 +13,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/docker"
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/loopback"
+	"github.com/adk-codemode/codemode/internal/testsupport/loopback"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )

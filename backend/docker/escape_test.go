@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/backend/docker"
-	"github.com/adk-codemode/codemode/internal/escapeprobe"
+	"github.com/adk-codemode/codemode/internal/testsupport/escapeprobe"
 	"github.com/adk-codemode/codemode/transport"
 )
 

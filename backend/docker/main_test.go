@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/docker"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // imageEnv names another image to test instead of docker.DefaultImage.

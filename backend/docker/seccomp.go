@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/adk-codemode/codemode/internal/syscallpolicy"
+	"github.com/adk-codemode/codemode/internal/both/syscallpolicy"
 )
 
 // seccompName is what Enforcement.Seccomp says of a container that got the
@@ -38,7 +38,7 @@ type seccompArg struct {
 	Op       string `json:"op"`
 }
 
-// profileJSON is the jail's system-call policy (internal/syscallpolicy) as
+// profileJSON is the jail's system-call policy (internal/both/syscallpolicy) as
 // a seccomp profile: every call allowed but the denied ones (EPERM),
 // clone3 (ENOSYS, so that libc uses clone), clone with any CLONE_NEW*
 // flag, and personality with any persona but the default one. Only x86_64

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/syscallpolicy"
+	"github.com/adk-codemode/codemode/internal/both/syscallpolicy"
 )
 
 // TestSeccompProfileStatesThePolicy reads the profile as an engine does
-// and holds it to internal/syscallpolicy, the jail's rules.
+// and holds it to internal/both/syscallpolicy, the jail's rules.
 func TestSeccompProfileStatesThePolicy(t *testing.T) {
 	var p seccompProfile
 	if err := json.Unmarshal(profileJSON(), &p); err != nil {

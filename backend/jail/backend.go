@@ -9,11 +9,11 @@ import (
 	"os"
 
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/egressrelay"
-	"github.com/adk-codemode/codemode/internal/launch"
-	"github.com/adk-codemode/codemode/internal/observe"
-	"github.com/adk-codemode/codemode/internal/server"
-	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/both/egressrelay"
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	"github.com/adk-codemode/codemode/internal/both/server"
+	"github.com/adk-codemode/codemode/internal/host/launch"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
 	"github.com/adk-codemode/codemode/transport"
 
 	"go.opentelemetry.io/otel/attribute"

@@ -12,7 +12,7 @@
 //
 // # How it works
 //
-// [Start] runs the library's own sandbox program (internal/sandboxbin: a
+// [Start] runs the library's own sandbox program (internal/host/sandboxbin: a
 // small static executable embedded in this module and executed from
 // memory) under argv0 "codemode-jail-init", in new user, mount, pid,
 // network, IPC, UTS and cgroup namespaces, where it runs the jail's setup.
@@ -121,8 +121,8 @@
 // forked starts cold ([Session.Fallback]). [CheckForked] probes it.
 //
 // Which code runs where: in a cold session, pid 1 is the Go init stage
-// (internal/initstage), which builds the jail and then runs
-// the session's supervisor (internal/supervisor) in its own process. In a
+// (internal/sandbox/initstage), which builds the jail and then runs
+// the session's supervisor (internal/sandbox/supervisor) in its own process. In a
 // forked session the template's Python (zygote.py) does only what the fork
 // needs: the session's namespaces, mounts, privilege drop, seccomp filter
 // and read-back, and the fork of its first worker from the loaded runner,

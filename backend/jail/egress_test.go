@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/loopback"
+	"github.com/adk-codemode/codemode/internal/testsupport/loopback"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/escapeprobe"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/escapeprobe"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // hostReport is what testdata/hostprogram prints.

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
-	"github.com/adk-codemode/codemode/internal/initstage"
+	"github.com/adk-codemode/codemode/internal/sandbox/initstage"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 func TestEnvIsExactlySpecEnv(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail/internal/floor"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // testMark is put into the environment of every payload this test binary

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/adk-codemode/codemode/internal/jailplan"
+	"github.com/adk-codemode/codemode/internal/protocol/jailplan"
 )
 
 // namespaces are the namespace kinds a jail has of its own, as

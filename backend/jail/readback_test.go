@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/internal/jailplan"
+	"github.com/adk-codemode/codemode/internal/protocol/jailplan"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -213,7 +213,7 @@ func TestForkedPlanFailureIsReported(t *testing.T) {
 
 // TestTemplateMakesNoSystemCallOfItsOwn keeps zygote.py to forking and
 // passing descriptors: a session's setup is in the plans the host builds
-// (internal/jailplan), which restate no kernel constant in Python. (Its
+// (internal/protocol/jailplan), which restate no kernel constant in Python. (Its
 // first worker's own limits it sets with Python's resource module, as the
 // supervisor sets every later worker's.)
 func TestTemplateMakesNoSystemCallOfItsOwn(t *testing.T) {

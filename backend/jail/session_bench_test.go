@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/internal/sessionbench"
+	"github.com/adk-codemode/codemode/internal/testsupport/sessionbench"
 	"github.com/adk-codemode/codemode/transport"
 )
 

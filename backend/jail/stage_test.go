@@ -5,7 +5,7 @@ package jail
 import (
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/initstage"
+	"github.com/adk-codemode/codemode/internal/sandbox/initstage"
 )
 
 // TestStageAgrees: the init stage writes the sandbox user's uid into the

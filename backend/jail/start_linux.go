@@ -16,10 +16,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/internal/initstage"
-	"github.com/adk-codemode/codemode/internal/jailplan"
-	"github.com/adk-codemode/codemode/internal/sandboxbin"
-	"github.com/adk-codemode/codemode/internal/syscallpolicy"
+	"github.com/adk-codemode/codemode/internal/both/syscallpolicy"
+	"github.com/adk-codemode/codemode/internal/host/sandboxbin"
+	"github.com/adk-codemode/codemode/internal/protocol/jailplan"
+	"github.com/adk-codemode/codemode/internal/sandbox/initstage"
 )
 
 // Cmd is a running jail. Its methods may be called from any goroutine;

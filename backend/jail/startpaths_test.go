@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
-	"github.com/adk-codemode/codemode/internal/sandboxbin"
-	"github.com/adk-codemode/codemode/internal/supervisor"
+	"github.com/adk-codemode/codemode/internal/host/sandboxbin"
+	"github.com/adk-codemode/codemode/internal/sandbox/supervisor"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -415,7 +415,7 @@ func exeID(t *testing.T, pid int) string {
 	return fmt.Sprintf("dev %d inode %d", st.Dev, st.Ino)
 }
 
-// stageID is exeID of the sandbox program (internal/sandboxbin).
+// stageID is exeID of the sandbox program (internal/host/sandboxbin).
 func stageID(t *testing.T) string {
 	t.Helper()
 	f, err := sandboxbin.Open()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/launch"
+	"github.com/adk-codemode/codemode/internal/host/launch"
 )
 
 // Cmd is a running jail. On this platform jails cannot be built.

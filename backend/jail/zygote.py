@@ -3,11 +3,11 @@
 # session per request from the host. Each session enters its own user,
 # mount, pid, network, IPC, UTS and cgroup namespaces, builds its own
 # writable mounts, drops every privilege and loads the seccomp filter, all
-# by running setup plans that the host built (internal/jailplan: lists of
+# by running setup plans that the host built (internal/protocol/jailplan: lists of
 # system calls, the same a cold jail's init runs for its part); the host
 # reads back from the kernel what the session got. It then forks its first worker, which
 # calls the loaded runner's main, and execs the sandbox program as the
-# session's supervisor (internal/supervisor, the supervisor of every
+# session's supervisor (internal/sandbox/supervisor, the supervisor of every
 # session, cold or forked): that adopts the worker, speaks the supervisor
 # protocol, tracks the workspace, and starts any later worker itself as a
 # fresh interpreter. What runs here in Python is only what the fork needs,
@@ -23,9 +23,9 @@
 # when it can fork. 4: the runner's source, read to EOF at start. 5: this
 # program's own source, which the short bootstrap on the command line
 # reads and runs (zygote_linux.go), so that the command line holds no
-# source. 6: the sandbox program (internal/sandboxbin), which a session
+# source. 6: the sandbox program (internal/host/sandboxbin), which a session
 # execs as its supervisor; workers close it, and the exec closes it. 7: the
-# setup plan's interpreter (internal/jailplan's plan.py), read to EOF at
+# setup plan's interpreter (internal/protocol/jailplan's plan.py), read to EOF at
 # start; the plans every session runs before it is chosen are in the
 # environment (CODEMODE_ZYGOTE_PLANS), its own plan in its config.
 # A session's supervisor gets fd 3, its socket to the host (and 0-2), and
@@ -66,7 +66,7 @@ import resource  # noqa: E402
 
 
 def _load_plans():
-    """The setup plan's interpreter (internal/jailplan's plan.py), read
+    """The setup plan's interpreter (internal/protocol/jailplan's plan.py), read
     from fd 7 to EOF, and the plans every session of this template runs
     before it is chosen: "enter" (its namespaces) and "prepare" (its
     mounts, names and loopback). Every system call a session's setup
@@ -251,7 +251,7 @@ def _exec_supervisor(sup_fd, stage, cfg, egress_fd=None):
     """Fork the session's first worker from the loaded runner, pass its
     pipes to the host in the supervisor protocol's "spawned" message (so
     that the host talks to the worker while the supervisor starts), then
-    become the sandbox program's supervisor (internal/supervisor, the one of
+    become the sandbox program's supervisor (internal/sandbox/supervisor, the one of
     every session), which adopts the worker: its Config is cfg with the
     worker's pid added, fd 3 the supervisor socket, and with egress fd 4
     the egress connector and fd 5 the proxy port's listening socket;

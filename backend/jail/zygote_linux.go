@@ -24,14 +24,14 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/internal/clip"
-	"github.com/adk-codemode/codemode/internal/jailplan"
-	"github.com/adk-codemode/codemode/internal/launch"
-	"github.com/adk-codemode/codemode/internal/observe"
-	"github.com/adk-codemode/codemode/internal/sandboxbin"
-	"github.com/adk-codemode/codemode/internal/server"
-	"github.com/adk-codemode/codemode/internal/syscallpolicy"
-	"github.com/adk-codemode/codemode/internal/tailbuf"
+	"github.com/adk-codemode/codemode/internal/both/clip"
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	"github.com/adk-codemode/codemode/internal/both/server"
+	"github.com/adk-codemode/codemode/internal/both/syscallpolicy"
+	"github.com/adk-codemode/codemode/internal/both/tailbuf"
+	"github.com/adk-codemode/codemode/internal/host/launch"
+	"github.com/adk-codemode/codemode/internal/host/sandboxbin"
+	"github.com/adk-codemode/codemode/internal/protocol/jailplan"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -20,9 +20,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/observe"
-	"github.com/adk-codemode/codemode/internal/wire"
-	"github.com/adk-codemode/codemode/internal/wsproto"
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
+	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
 	"github.com/adk-codemode/codemode/transport"
 )
 

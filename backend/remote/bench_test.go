@@ -14,8 +14,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/adk-codemode/codemode/backend/remote"
-	"github.com/adk-codemode/codemode/internal/sessionbench"
-	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
+	"github.com/adk-codemode/codemode/internal/testsupport/sessionbench"
 	"github.com/adk-codemode/codemode/transport"
 )
 

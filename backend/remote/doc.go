@@ -1,8 +1,8 @@
 // Package remote is a backend whose sandboxes run elsewhere: each session
 // is a WebSocket to a sandbox server (cmd/codemode-sandbox --listen,
-// package internal/wsserve) on another machine, in a container or a
+// package internal/sandbox/wsserve) on another machine, in a container or a
 // pod that lives for one session. The protocol is package
-// internal/wsproto's; this package is its client.
+// internal/protocol/wsproto's; this package is its client.
 //
 // # Connecting
 //

@@ -20,7 +20,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/remote"
 	"github.com/adk-codemode/codemode/backend/warm"
-	"github.com/adk-codemode/codemode/internal/wsproto"
+	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/remote"
-	"github.com/adk-codemode/codemode/internal/escapeprobe"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/escapeprobe"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 	"github.com/adk-codemode/codemode/transport/transporttest"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/adk-codemode/codemode/internal/wsproto"
+	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
 )
 
 // dialRaw opens a WebSocket to a server by hand, to send what the backend

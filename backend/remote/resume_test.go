@@ -19,7 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/adk-codemode/codemode/backend/remote"
-	"github.com/adk-codemode/codemode/internal/wsproto"
+	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
 	"github.com/adk-codemode/codemode/transport"
 )
 

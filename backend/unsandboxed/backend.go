@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/adk-codemode/codemode/internal/launch"
-	"github.com/adk-codemode/codemode/internal/sandboxbin"
-	"github.com/adk-codemode/codemode/internal/server"
+	"github.com/adk-codemode/codemode/internal/both/server"
+	"github.com/adk-codemode/codemode/internal/host/launch"
+	"github.com/adk-codemode/codemode/internal/host/sandboxbin"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -66,7 +66,7 @@ type child struct {
 	dir string
 }
 
-// startChild runs the supervisor, the sandbox program (internal/sandboxbin),
+// startChild runs the supervisor, the sandbox program (internal/host/sandboxbin),
 // in a process group of its own that dies with this process.
 func startChild(c launch.Command, workdir, dir string) (*child, error) {
 	exe, err := sandboxbin.Path()

@@ -12,8 +12,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/adk-codemode/codemode/internal/clip"
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/clip"
+	"github.com/adk-codemode/codemode/internal/both/observe"
 	"github.com/adk-codemode/codemode/transport"
 )
 

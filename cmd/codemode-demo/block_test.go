@@ -20,7 +20,7 @@ import (
 	"google.golang.org/adk/v2/model"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 

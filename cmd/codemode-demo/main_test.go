@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -1,7 +1,7 @@
 // Command codemode-sandbox serves one sandbox session with one persistent
 // Python worker: over its standard input and output (the frame protocol
-// of package internal/wire), or with --listen over a WebSocket (package
-// internal/wsserve, the server of backend/remote). It is the entry
+// of package internal/protocol/wire), or with --listen over a WebSocket (package
+// internal/sandbox/wsserve, the server of backend/remote). It is the entry
 // point of the sandbox container image (images/sandbox), where the
 // container is the isolation boundary:
 //

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/loopback"
+	"github.com/adk-codemode/codemode/internal/testsupport/loopback"
 )
 
 // testResolveEnv names the variable by which the tests map host names to

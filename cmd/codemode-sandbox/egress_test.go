@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // TestEgressSocketRefusals: --egress-socket is for a server on

@@ -16,8 +16,8 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/server"
-	"github.com/adk-codemode/codemode/internal/wsserve"
+	"github.com/adk-codemode/codemode/internal/both/server"
+	"github.com/adk-codemode/codemode/internal/sandbox/wsserve"
 )
 
 // secretEnv names the environment variable that holds the server's secret.

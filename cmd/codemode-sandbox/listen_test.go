@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/remote"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -11,11 +11,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/egressrelay"
-	"github.com/adk-codemode/codemode/internal/server"
-	"github.com/adk-codemode/codemode/internal/wire"
-	"github.com/adk-codemode/codemode/internal/wsproto"
-	"github.com/adk-codemode/codemode/internal/wsserve"
+	"github.com/adk-codemode/codemode/internal/both/egressrelay"
+	"github.com/adk-codemode/codemode/internal/both/server"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
+	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
+	"github.com/adk-codemode/codemode/internal/sandbox/wsserve"
 )
 
 func main() {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/wire"
-	"github.com/adk-codemode/codemode/internal/wsproto"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
+	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
 	"github.com/adk-codemode/codemode/transport"
 )
 

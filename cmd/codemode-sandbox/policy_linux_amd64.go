@@ -3,10 +3,10 @@ package main
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/adk-codemode/codemode/internal/syscallpolicy"
+	"github.com/adk-codemode/codemode/internal/both/syscallpolicy"
 )
 
-// holdToPolicy loads the jail's system-call policy (internal/syscallpolicy)
+// holdToPolicy loads the jail's system-call policy (internal/both/syscallpolicy)
 // on this process, with no_new_privs, before it starts any worker: every
 // process of the session is then held to the same rules as in the jail,
 // whatever the container engine's or the cluster's own seccomp profile

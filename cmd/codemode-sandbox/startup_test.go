@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
-	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -237,7 +237,7 @@ func TestListenJailAsUser(t *testing.T) {
 		// place, for a reason the jail names.
 		hostcap.Missing(t, hostcap.UserNS, string(out))
 	}
-	// The path is the sandbox program's descriptor (internal/sandboxbin).
+	// The path is the sandbox program's descriptor (internal/host/sandboxbin).
 	want := "--jail: as user " + strconv.Itoa(uid) + " the server cannot start its jail (fork/exec /proc/self/fd/"
 	if !strings.HasPrefix(string(out), "codemode-sandbox: "+want) || !strings.Contains(string(out), ": permission denied)") ||
 		!strings.Contains(string(out), "--user 0") || strings.Contains(string(out), "listening") {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // loopbackOrigin is an HTTP server on 127.0.0.1 that counts its requests.

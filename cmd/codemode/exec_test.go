@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // The CLI re-executes its own binary for the sandbox; in tests that is the

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
-	"github.com/adk-codemode/codemode/internal/npmtest"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/npmtest"
 )
 
 // npm packages the node-driven tests use, at pinned versions: the official
@@ -30,7 +30,7 @@ const (
 
 // npmPackage returns the directory where pkg@version is installed under
 // the user's cache, installing it with npm if entry is not there yet
-// (internal/npmtest).
+// (internal/testsupport/npmtest).
 func npmPackage(t *testing.T, pkg, version, entry string) string {
 	t.Helper()
 	return npmtest.Package(t, pkg, version, entry)

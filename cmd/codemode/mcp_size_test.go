@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genai"
 
-	"github.com/adk-codemode/codemode/internal/npmtest"
+	"github.com/adk-codemode/codemode/internal/testsupport/npmtest"
 	"github.com/adk-codemode/codemode/toolset/openapi"
 )
 

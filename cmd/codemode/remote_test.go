@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 var (

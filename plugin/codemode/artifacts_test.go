@@ -17,7 +17,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 
-	eng "github.com/adk-codemode/codemode/internal/engine"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"github.com/adk-codemode/codemode/render"
 )
 

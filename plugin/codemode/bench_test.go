@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/internal/sessionbench"
+	"github.com/adk-codemode/codemode/internal/testsupport/sessionbench"
 	"github.com/adk-codemode/codemode/render"
 	"github.com/adk-codemode/codemode/transport"
 )

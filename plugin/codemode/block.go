@@ -17,7 +17,7 @@ import (
 
 	"google.golang.org/adk/v2/agent"
 
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
 	"github.com/adk-codemode/codemode/transport"
 )
 

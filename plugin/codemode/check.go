@@ -10,7 +10,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/egress"
-	eng "github.com/adk-codemode/codemode/internal/engine"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -3,7 +3,7 @@ package codemode
 import (
 	"fmt"
 
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
 
 	"google.golang.org/genai"
 
@@ -11,7 +11,7 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
 
-	"github.com/adk-codemode/codemode/internal/hooklink"
+	"github.com/adk-codemode/codemode/internal/host/hooklink"
 	"github.com/adk-codemode/codemode/render"
 )
 

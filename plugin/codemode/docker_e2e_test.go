@@ -12,7 +12,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/adk-codemode/codemode/backend/docker"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // TestTurnThroughDockerBackend runs a turn whose code calls tools through

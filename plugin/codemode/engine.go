@@ -2,8 +2,8 @@ package codemode
 
 import (
 	"errors"
-	eng "github.com/adk-codemode/codemode/internal/engine"
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"strings"
 	"sync"
 	"time"

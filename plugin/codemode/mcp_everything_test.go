@@ -12,12 +12,12 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/mcptoolset"
 
-	"github.com/adk-codemode/codemode/internal/npmtest"
+	"github.com/adk-codemode/codemode/internal/testsupport/npmtest"
 )
 
 // everythingServer returns the path of the MCP reference server's entry
 // point, installed under $CODEMODE_MCP_EVERYTHING_DIR, else the user's
-// cache, with npm first if needed (internal/npmtest); it skips the test
+// cache, with npm first if needed (internal/testsupport/npmtest); it skips the test
 // when it cannot, or fails it when CODEMODE_REQUIRE_ALL=1.
 func everythingServer(t *testing.T) string {
 	t.Helper()

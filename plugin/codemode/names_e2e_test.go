@@ -1,7 +1,7 @@
 package codemode
 
 import (
-	eng "github.com/adk-codemode/codemode/internal/engine"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"strings"
 	"testing"
 

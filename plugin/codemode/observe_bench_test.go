@@ -17,7 +17,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 
-	"github.com/adk-codemode/codemode/internal/sessionbench"
+	"github.com/adk-codemode/codemode/internal/testsupport/sessionbench"
 )
 
 // observedConfigs are the two sides of the observability benchmarks: off

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"google.golang.org/adk/v2/tool"
 
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
 )
 
 // TestOTLPExport sends a turn's spans over OTLP/HTTP to a receiver on

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
 
-	eng "github.com/adk-codemode/codemode/internal/engine"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"github.com/adk-codemode/codemode/render"
 	"github.com/adk-codemode/codemode/schema"
 )

@@ -3,8 +3,8 @@ package codemode
 import (
 	"context"
 	"errors"
-	eng "github.com/adk-codemode/codemode/internal/engine"
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"sync"
 	"sync/atomic"
 	"time"

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/adk-codemode/codemode/internal/tailbuf"
+	"github.com/adk-codemode/codemode/internal/both/tailbuf"
 )
 
 // ErrClosed is the error of a Connect after [Transport.Close].

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/adk-codemode/codemode/internal/npmtest"
+	"github.com/adk-codemode/codemode/internal/testsupport/npmtest"
 	"github.com/adk-codemode/codemode/toolset/mcpcommand"
 )
 

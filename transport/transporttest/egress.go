@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/loopback"
+	"github.com/adk-codemode/codemode/internal/testsupport/loopback"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/wire"
+	"github.com/adk-codemode/codemode/internal/protocol/wire"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -1,6 +1,6 @@
 // Command fromv2 writes the ADK Go v1 adapters from the v2 ones: the
 // packages of the root module built on ADK (plugin/codemode, callbacks,
-// toolset/openapi, cmd/codemode-demo, internal/hooklink) are the one
+// toolset/openapi, cmd/codemode-demo, internal/host/hooklink) are the one
 // implementation, written against google.golang.org/adk/v2, and adkv1/
 // holds what they become against google.golang.org/adk v1.7. After changing any of them, run
 // `go generate ./internal/fromv2` in adkv1 (or make generate) and review
@@ -40,7 +40,7 @@ var packages = []string{
 	"callbacks",
 	"cmd/codemode-demo",
 	"toolset/openapi",
-	"internal/hooklink",
+	"internal/host/hooklink",
 }
 
 // perLine are the files written for each ADK line by hand: the v2 file is

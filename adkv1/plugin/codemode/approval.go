@@ -14,8 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	eng "github.com/adk-codemode/codemode/internal/engine"
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/genai"
 

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 
-	eng "github.com/adk-codemode/codemode/internal/engine"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"github.com/adk-codemode/codemode/render"
 )
 

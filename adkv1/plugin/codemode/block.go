@@ -19,7 +19,7 @@ import (
 
 	"google.golang.org/adk/agent"
 
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
 	"github.com/adk-codemode/codemode/transport"
 )
 

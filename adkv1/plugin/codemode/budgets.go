@@ -9,7 +9,7 @@ import (
 	"google.golang.org/adk/model"
 	"google.golang.org/genai"
 
-	eng "github.com/adk-codemode/codemode/internal/engine"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"github.com/adk-codemode/codemode/transport"
 )
 

@@ -5,7 +5,7 @@ package codemode
 import (
 	"fmt"
 
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
 
 	"google.golang.org/genai"
 
@@ -13,7 +13,7 @@ import (
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/plugin"
 
-	"github.com/adk-codemode/codemode/adkv1/internal/hooklink"
+	"github.com/adk-codemode/codemode/adkv1/internal/host/hooklink"
 	"github.com/adk-codemode/codemode/render"
 )
 

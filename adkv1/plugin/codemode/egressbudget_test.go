@@ -16,7 +16,7 @@ import (
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/egress"
-	"github.com/adk-codemode/codemode/internal/loopback"
+	"github.com/adk-codemode/codemode/internal/testsupport/loopback"
 )
 
 // TestEgressBudget: a block's downloads through the egress proxy stop at

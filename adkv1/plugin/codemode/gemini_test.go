@@ -39,7 +39,7 @@ import (
 
 	"github.com/adk-codemode/codemode/adkv1/plugin/codemode"
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 

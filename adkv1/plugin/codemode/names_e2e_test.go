@@ -3,7 +3,7 @@
 package codemode
 
 import (
-	eng "github.com/adk-codemode/codemode/internal/engine"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"strings"
 	"testing"
 

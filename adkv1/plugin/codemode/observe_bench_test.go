@@ -19,7 +19,7 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 
-	"github.com/adk-codemode/codemode/internal/sessionbench"
+	"github.com/adk-codemode/codemode/internal/testsupport/sessionbench"
 )
 
 // observedConfigs are the two sides of the observability benchmarks: off

@@ -28,8 +28,8 @@ import (
 	"google.golang.org/adk/tool/functiontool"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/internal/hostcap"
-	"github.com/adk-codemode/codemode/internal/observe"
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // swapProcessor passes ended spans to the recorder a test installs. ADK

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool"
 
-	eng "github.com/adk-codemode/codemode/internal/engine"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"github.com/adk-codemode/codemode/render"
 	"github.com/adk-codemode/codemode/schema"
 )

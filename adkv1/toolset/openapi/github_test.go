@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/render"
 )
 

@@ -25,7 +25,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/plugin/codemode"
 	"github.com/adk-codemode/codemode/toolset/openapi"
 	"github.com/adk-codemode/codemode/transport"

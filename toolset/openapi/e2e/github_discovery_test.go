@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/toolset/openapi"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/adk-codemode/codemode/adkv1/toolset/openapi"
-	"github.com/adk-codemode/codemode/internal/hostcap"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
 // githubSpec is the path of GitHub's REST description, installed by
