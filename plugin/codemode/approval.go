@@ -53,10 +53,6 @@ import (
 // the person as for any call. Requests from several threads are queued and
 // asked one at a time, in the order they were made.
 
-// deniedType is the Python exception type (transport.ToolError.Type) of a
-// tool call from code that a person declined to approve.
-const deniedType = "ToolDeniedError"
-
 // approvalRequest is a tool call from code that asked for confirmation and
 // waits for the answer.
 type approvalRequest struct {
@@ -102,7 +98,7 @@ func (c confirmedContext) ToolConfirmation() *toolconfirmation.ToolConfirmation 
 // approved waits for the answer to req, then runs the call again with it
 // or raises ToolDeniedError.
 func (h handler) approved(ctx context.Context, f *block, st *surfaceTool, call transport.ToolCall, req *approvalRequest) transport.ToolResult {
-	oc := observedCall(ctx)
+	oc := eng.ObservedCall(ctx)
 	oc.ApprovalAsked()
 	asked := time.Now()
 	req.code = f.code
@@ -121,7 +117,7 @@ func (h handler) approved(ctx context.Context, f *block, st *surfaceTool, call t
 	// has run.
 	if !conf.Confirmed {
 		f.leave()
-		return transport.ToolResult{Err: &transport.ToolError{Type: deniedType,
+		return transport.ToolResult{Err: &transport.ToolError{Type: eng.DeniedType,
 			Message: fmt.Sprintf("tool %s was not run: the person asked to approve the call declined it", st.code)}}
 	}
 	res, again := h.dispatchHeld(ctx, f, st, call, req.callID, conf)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 
 	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -33,7 +34,7 @@ type block struct {
 
 	mu      sync.Mutex
 	calls   int           // tool calls the block made, which number their ids
-	spent   spend         // what the block spent of its budgets
+	spent   eng.Spend     // what the block spent of its budgets
 	changed chan struct{} // closed and replaced on every change
 	active  int           // tool calls running on the host
 	queue   []*approvalRequest
@@ -165,7 +166,7 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.I
 			if clock.awaited() {
 				msg = fmt.Sprintf("The code ran for longer than %s and was stopped (the time it awaited approval does not count).", seconds(limit))
 			}
-			cancel(&codeTimeout{msg})
+			cancel(&eng.CodeTimeout{Msg: msg})
 		}
 		f.clock = clock
 	}
@@ -175,7 +176,7 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.I
 		// does not count.
 		res, sess, err := e.runBlock(fctx, tn, transport.Block{Code: code, Grace: e.cfg.Grace}, f.clock)
 		f.clock.stop()
-		end := blockEnd(fctx, res, err)
+		end := eng.BlockEnd(fctx, res, err)
 		if sess != nil {
 			end.EgressBytes, end.EgressExceeded, end.EgressMetered = f.egressSpent(sess)
 		}

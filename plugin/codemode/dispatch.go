@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/adk-codemode/codemode/internal/both/observe"
-	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"maps"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
@@ -72,7 +73,7 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
 	ctx, oc := f.obs.StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description(), Thread: call.Thread})
-	ctx = context.WithValue(ctx, observedCallKey{}, oc)
+	ctx = eng.WithObservedCall(ctx, oc)
 	res, ok := f.charge(h.e.cfg.Budgets, st)
 	if ok {
 		var req *approvalRequest
@@ -82,7 +83,7 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 		}
 		res = f.receive(h.e.cfg.Budgets, st, res)
 	}
-	endObserved(oc, call, res)
+	eng.EndObserved(oc, call, res)
 	return res
 }
 
@@ -110,7 +111,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *block, st *surfaceTool, ca
 	if id == "" {
 		id = f.nextCallID(exec.id)
 	}
-	observedCall(ctx).SetCallID(id)
+	eng.ObservedCall(ctx).SetCallID(id)
 	limit := h.e.cfg.ToolTimeout
 	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
 		limit = call.Timeout
@@ -225,7 +226,7 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 		run = confirmedContext{callContext: tc, conf: conf}
 	}
 	result, via, err := c.run(run, st, args)
-	observedCall(ctx).AnsweredBy(via)
+	eng.ObservedCall(ctx).AnsweredBy(via)
 	if refused := refusal(tc, st, result, err); refused != nil {
 		return errorResult(st.name, refused), nil
 	}

@@ -1,9 +1,10 @@
 package codemode
 
 import (
-	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"strings"
 	"testing"
+
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"github.com/google/go-cmp/cmp"
 

@@ -1,10 +1,10 @@
 package codemode
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
+
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/genai"
 )
@@ -28,7 +28,7 @@ func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surface
 	if !exec.hasArtifacts() {
 		return value
 	}
-	data, err := marshalJSON(value)
+	data, err := eng.MarshalJSON(value)
 	if err != nil {
 		return value
 	}
@@ -41,7 +41,7 @@ func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surface
 		return value
 	}
 	name := toolResultArtifactName(naming.name, st.name, callID)
-	env, err := marshalJSON(r)
+	env, err := eng.MarshalJSON(r)
 	if err != nil {
 		return value
 	}
@@ -50,15 +50,4 @@ func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surface
 			"artifact", name, "tool", st.name, "err", err)
 	}
 	return value
-}
-
-// marshalJSON encodes v without escaping <, > and &.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

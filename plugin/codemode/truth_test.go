@@ -2,9 +2,10 @@ package codemode
 
 import (
 	"encoding/json"
-	"github.com/adk-codemode/codemode/transport"
 	"strings"
 	"testing"
+
+	"github.com/adk-codemode/codemode/transport"
 
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/model"

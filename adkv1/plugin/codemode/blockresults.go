@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
+
 	"google.golang.org/genai"
 )
 
@@ -74,7 +76,7 @@ func (c *execCall) flushResults(ctx context.Context) {
 func saveResults(ctx context.Context, exec *execCall, list []ToolResult) {
 	sort.SliceStable(list, func(i, j int) bool { return callNumber(list[i].CallID) < callNumber(list[j].CallID) })
 	name := toolResultsArtifactName(list[0].CallID)
-	data, err := marshalJSON(toolResults{Results: list})
+	data, err := eng.MarshalJSON(toolResults{Results: list})
 	if err == nil {
 		part := &genai.Part{InlineData: &genai.Blob{MIMEType: ToolResultsMIMEType, Data: data}}
 		_, err = exec.save(ctx, name, part)

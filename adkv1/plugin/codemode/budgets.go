@@ -4,7 +4,6 @@ package codemode
 
 import (
 	"fmt"
-	"strings"
 
 	"google.golang.org/adk/model"
 	"google.golang.org/genai"
@@ -75,100 +74,20 @@ func (b Budgets) blocksPerTurn() int {
 	return b.BlocksPerTurn
 }
 
-// budgetType is the Python exception type (transport.ToolError.Type) of a
-// call refused for a budget.
-const budgetType = "BudgetExceeded"
-
-// spend is what one block has spent of its budgets. Guarded by its
-// block's mu.
-type spend struct {
-	calls       int
-	perTool     map[string]int
-	resultBytes int64
-	// ran out lists each budget that refused a call, with how many it
-	// refused, in the order they first did.
-	ranOut  []string
-	refused map[string]int
-	// egressBytes is what the block moved through the egress proxy;
-	// egressOut says Budgets.EgressBytes refused or cut a connection.
-	egressBytes int64
-	egressOut   bool
-}
-
-// exceeded refuses a call for the budget name and says so to the code.
-func (s *spend) exceeded(name, msg string) transport.ToolResult {
-	if s.refused == nil {
-		s.refused = map[string]int{}
-	}
-	if s.refused[name] == 0 {
-		s.ranOut = append(s.ranOut, name)
-	}
-	s.refused[name]++
-	return transport.ToolResult{Err: &transport.ToolError{Type: budgetType, Message: msg}}
-}
-
 // charge admits a call of st against the block's budgets, counting it, or
 // refuses it.
 func (f *block) charge(b Budgets, st *surfaceTool) (transport.ToolResult, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := &f.spent
-	if b.ToolCalls > 0 && s.calls >= b.ToolCalls {
-		return s.exceeded("Budgets.ToolCalls", fmt.Sprintf(
-			"the block's budget of %d tool calls ran out (%d made); the call to %s was not made. Finish with what you have, or ask for less per block",
-			b.ToolCalls, s.calls, st.code)), false
-	}
-	key, limit := st.name, b.ToolCallsPerTool[st.name]
-	if l, ok := b.ToolCallsPerTool[st.code]; ok {
-		key, limit = st.code, l
-	}
-	if limit > 0 && s.perTool[key] >= limit {
-		return s.exceeded(`Budgets.ToolCallsPerTool["`+key+`"]`, fmt.Sprintf(
-			"the block's budget of %d calls to %s ran out (%d made); this call was not made",
-			limit, st.code, s.perTool[key])), false
-	}
-	if b.ResultBytes > 0 && s.resultBytes >= b.ResultBytes {
-		return s.exceeded("Budgets.ResultBytes", fmt.Sprintf(
-			"the block's budget of %s bytes of tool results ran out (%s received); the call to %s was not made",
-			eng.Thousands(int(b.ResultBytes)), eng.Thousands(int(s.resultBytes)), st.code)), false
-	}
-	s.calls++
-	if limit > 0 {
-		if s.perTool == nil {
-			s.perTool = map[string]int{}
-		}
-		s.perTool[key]++
-	}
-	return transport.ToolResult{}, true
+	return f.spent.Charge(eng.Budgets(b), st.name, st.code)
 }
 
 // receive charges the result of a call of st that was made against the
 // block's budget of result bytes: a result that would pass it is withheld.
 func (f *block) receive(b Budgets, st *surfaceTool, res transport.ToolResult) transport.ToolResult {
-	if b.ResultBytes <= 0 || res.Err != nil {
-		return res
-	}
-	n := int64(jsonSize(res.Value))
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := &f.spent
-	if s.resultBytes+n > b.ResultBytes {
-		left := b.ResultBytes - s.resultBytes
-		s.resultBytes = b.ResultBytes
-		return s.exceeded("Budgets.ResultBytes", fmt.Sprintf(
-			"the result of %s is %s bytes, more than the %s left of the block's budget of %s bytes of tool results: the call was made (its effects stand), but its result is withheld, and no further call is made",
-			st.code, eng.Thousands(int(n)), eng.Thousands(int(left)), eng.Thousands(int(b.ResultBytes))))
-	}
-	s.resultBytes += n
-	return res
-}
-
-// meterEgress starts metering the block about to run on s against
-// Budgets.EgressBytes, when s meters its egress.
-func meterEgress(b Budgets, s transport.Session) {
-	if m := transport.EgressMeterOf(s); m != nil {
-		m.MeterEgress(max(b.EgressBytes, 0))
-	}
+	return f.spent.Receive(eng.Budgets(b), st.code, res)
 }
 
 // egressSpent records what the block moved through the egress proxy of s,
@@ -180,7 +99,7 @@ func (f *block) egressSpent(s transport.Session) (bytes int64, exceeded, metered
 	}
 	bytes, exceeded = m.EgressUsage()
 	f.mu.Lock()
-	f.spent.egressBytes, f.spent.egressOut = bytes, exceeded
+	f.spent.Egress(bytes, exceeded)
 	f.mu.Unlock()
 	return bytes, exceeded, true
 }
@@ -189,20 +108,7 @@ func (f *block) egressSpent(s transport.Session) (bytes int64, exceeded, metered
 func (f *block) budgetNote(b Budgets) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := &f.spent
-	var lines []string
-	if len(s.ranOut) > 0 {
-		parts := make([]string, len(s.ranOut))
-		for i, name := range s.ranOut {
-			parts[i] = fmt.Sprintf("%s (%d refused)", name, s.refused[name])
-		}
-		lines = append(lines, "[Budget: "+strings.Join(parts, ", ")+" ran out in this block; the calls past it raised BudgetExceeded and were not made.]")
-	}
-	if s.egressOut {
-		lines = append(lines, fmt.Sprintf("[Budget: Budgets.EgressBytes (%s bytes) ran out in this block after %s bytes through the egress proxy; connections past it were refused (HTTP 403) or cut.]",
-			eng.Thousands(int(b.EgressBytes)), eng.Thousands(int(s.egressBytes))))
-	}
-	return strings.Join(lines, "\n")
+	return f.spent.Note(eng.Budgets(b))
 }
 
 // budgetAnswer is the plugin's own answer to a model call the turn's

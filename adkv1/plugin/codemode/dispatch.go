@@ -6,14 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/adk-codemode/codemode/internal/both/observe"
-	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"maps"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool/toolconfirmation"
@@ -74,7 +75,7 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
 	ctx, oc := f.obs.StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description(), Thread: call.Thread})
-	ctx = context.WithValue(ctx, observedCallKey{}, oc)
+	ctx = eng.WithObservedCall(ctx, oc)
 	res, ok := f.charge(h.e.cfg.Budgets, st)
 	if ok {
 		var req *approvalRequest
@@ -84,7 +85,7 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 		}
 		res = f.receive(h.e.cfg.Budgets, st, res)
 	}
-	endObserved(oc, call, res)
+	eng.EndObserved(oc, call, res)
 	return res
 }
 
@@ -112,7 +113,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *block, st *surfaceTool, ca
 	if id == "" {
 		id = f.nextCallID(exec.id)
 	}
-	observedCall(ctx).SetCallID(id)
+	eng.ObservedCall(ctx).SetCallID(id)
 	limit := h.e.cfg.ToolTimeout
 	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
 		limit = call.Timeout
@@ -227,7 +228,7 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 		run = confirmedContext{callContext: tc, conf: conf}
 	}
 	result, via, err := c.run(run, st, args)
-	observedCall(ctx).AnsweredBy(via)
+	eng.ObservedCall(ctx).AnsweredBy(via)
 	if refused := refusal(tc, st, result, err); refused != nil {
 		return errorResult(st.name, refused), nil
 	}

@@ -4,11 +4,12 @@ package codemode
 
 import (
 	"errors"
-	"github.com/adk-codemode/codemode/internal/both/observe"
-	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/genai"
 

@@ -6,16 +6,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/adk-codemode/codemode/internal/both/observe"
-	eng "github.com/adk-codemode/codemode/internal/host/engine"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 	"mime"
 	"path"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"google.golang.org/genai"
 
@@ -101,9 +102,9 @@ func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) 
 
 // finish shapes the outcome of a block that ended.
 func (e *engine) finish(ctx agent.ToolContext, exec *execCall, res *transport.Result, sess transport.Session, err error) (map[string]any, error) {
-	var lost *lostError
+	var lost *eng.LostError
 	if errors.As(err, &lost) {
-		return result("", lost.msg, nil), nil
+		return result("", lost.Msg, nil), nil
 	}
 	if err != nil {
 		return nil, err
@@ -141,15 +142,6 @@ func (e *engine) reportArtifacts(ctx agent.ToolContext, exec *execCall) {
 	}
 }
 
-// lostError is a block whose sandbox was lost; msg tells the model what
-// that means for the code.
-type lostError struct {
-	msg   string
-	stage string // whether the code ran: not_run, ran or unknown
-}
-
-func (e *lostError) Error() string { return e.msg }
-
 // runBlock runs block in the turn's sandbox and returns its result and the
 // sandbox it ran in. A block that could not be sent runs once more, in a
 // fresh sandbox, with a note that earlier state is gone. clock, if set,
@@ -168,11 +160,11 @@ func (e *engine) runBlock(ctx context.Context, tn *turn, blk transport.Block, cl
 				"codemode: The code was interrupted before it started (%s): the sandbox was still starting, so none of the code ran.",
 				context.Cause(ctx))}, nil, nil
 		case err != nil && attempt > 1:
-			return nil, nil, &lostError{msgNotRun + "\n" + err.Error(), "not_run"}
+			return nil, nil, &eng.LostError{Msg: msgNotRun + "\n" + err.Error(), Stage: "not_run"}
 		case err != nil:
 			return nil, nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
 		}
-		meterEgress(e.cfg.Budgets, sess)
+		eng.MeterEgress(eng.Budgets(e.cfg.Budgets), sess)
 		clock.start()
 		res, err := sess.Exec(ctx, blk)
 		if err == nil {
@@ -212,11 +204,11 @@ func (e *engine) execFailed(tn *turn, sess transport.Session, err error, attempt
 			if attempt < 2 {
 				return true, nil
 			}
-			return false, &lostError{msgNotRun, "not_run"}
+			return false, &eng.LostError{Msg: msgNotRun, Stage: "not_run"}
 		case transport.Ran:
-			return false, &lostError{msgRan, "ran"}
+			return false, &eng.LostError{Msg: msgRan, Stage: "ran"}
 		default:
-			return false, &lostError{msgUnknown, "unknown"}
+			return false, &eng.LostError{Msg: msgUnknown, Stage: "unknown"}
 		}
 	case errors.Is(err, transport.ErrClosed) && e.isClosed():
 		return false, ErrClosed

@@ -4,9 +4,10 @@ package codemode
 
 import (
 	"encoding/json"
-	"github.com/adk-codemode/codemode/transport"
 	"strings"
 	"testing"
+
+	"github.com/adk-codemode/codemode/transport"
 
 	"google.golang.org/adk/artifact"
 	"google.golang.org/adk/model"

@@ -5,11 +5,12 @@ package codemode
 import (
 	"context"
 	"errors"
-	"github.com/adk-codemode/codemode/internal/both/observe"
-	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"github.com/adk-codemode/codemode/transport"
 )

@@ -7,8 +7,10 @@
 // a limit, with its head and tail, and neutralised so that it cannot pass
 // for the system, the user or a tool result), values made safe for JSON,
 // the text of a tool's error as the sandbox gets it (no host stack or
-// paths), the once-per-tool report of argument validation, and the
-// sandbox environment shown in the <code-mode> block. The turns, the block
+// paths), the once-per-tool report of argument validation, the sandbox
+// environment shown in the <code-mode> block, what a block spends of its
+// budgets, and how blocks and tool calls ended, for their spans and audit
+// records. The turns, the block
 // lifecycle, approvals, budgets, results and the tool surface are to move
 // here behind one small interface to ADK's tool calls, leaving the
 // adapters their hooks, tool contexts and callback chain.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -275,4 +276,24 @@ func viaJSON(v reflect.Value) any {
 		return string(b)
 	}
 	return out
+}
+
+// MarshalJSON encodes v as JSON without escaping <, > and &.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// JSONSize is the size of v as MarshalJSON encodes it, 0 if it cannot.
+func JSONSize(v any) int {
+	b, err := MarshalJSON(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
