@@ -226,11 +226,18 @@ func (p *Pool) refillLocked(cfg transport.SessionConfig) {
 	}
 }
 
-// Ready reports how many sessions wait in the pool.
+// Ready reports how many sessions wait in the pool, leaving out those
+// whose backend says they died while they waited (Open skips those too).
 func (p *Pool) Ready() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.ready)
+	n := 0
+	for _, r := range p.ready {
+		if !failed(r.s) {
+			n++
+		}
+	}
+	return n
 }
 
 // Close ends the sessions that wait in the pool, and waits for those still

@@ -201,6 +201,9 @@ func TestPoolSkipsDeadSessions(t *testing.T) {
 	waitReady(t, p, 1)
 	dead := b.pooled(t, first)
 	dead.dead = errors.New("the sandbox closed the connection")
+	if n := p.Ready(); n != 0 {
+		t.Errorf("Ready() = %d with the one waiting session dead, want 0", n)
+	}
 	s, err := p.Open(t.Context(), transport.SessionConfig{})
 	if err != nil {
 		t.Fatal(err)
