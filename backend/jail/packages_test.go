@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/transport"
 )
@@ -17,7 +18,7 @@ import (
 func TestJailPackageReport(t *testing.T) {
 	python, err := jail.Config{}.Interpreter()
 	if err != nil {
-		t.Skip(err)
+		hostcap.Missing(t, hostcap.Python, err)
 	}
 	system := []string{"apt", "apt_pkg", "dbus", "gi", "pygtkcompat"}
 	importable := importableOf(t, python, system...)
