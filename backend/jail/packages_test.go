@@ -7,8 +7,8 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
 )
 
