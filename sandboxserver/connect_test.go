@@ -38,7 +38,8 @@ func TestABackendOfYourOwn(t *testing.T) {
 
 // TestConnectMismatches pairs a host and a server that disagree about the
 // files preamble, or a server with no place for the files: each ends with
-// an error that says what to change, not a bare EOF or a 60 s wait.
+// an error that says what to change, not a bare EOF, a broken pipe or a
+// wait with no reason.
 func TestConnectMismatches(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -51,16 +52,23 @@ func TestConnectMismatches(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/codemode-sandbox").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	files := map[string][]byte{"tools/__init__.py": []byte("X = 1\n")}
+	small := map[string][]byte{"tools/__init__.py": []byte("X = 1\n")}
+	// Larger than a pipe's buffer: the server refuses the stream before
+	// the host has written it all.
+	large := map[string][]byte{"tools/__init__.py": []byte("X = '" + strings.Repeat("x", 256<<10) + "'\n")}
+	filesDir := t.TempDir()
 	for _, tc := range []struct {
 		name      string
 		flags     []string
 		sendFiles bool
+		files     map[string][]byte
 		want      string
 	}{
-		{"files sent to a server that does not read them", nil, true, "--files-over-stdin"},
-		{"files directory missing", []string{"--files-over-stdin", "--files", "/nonexistent/files"}, true, "--files /nonexistent/files"},
-		{"no files directory", []string{"--files-over-stdin"}, true, "--files-over-stdin needs --files"},
+		{"files sent to a server that does not read them", nil, true, small, "--files-over-stdin"},
+		{"large files sent to a server that does not read them", nil, true, large, "--files-over-stdin"},
+		{"files not sent to a server that waits for them", []string{"--files-over-stdin", "--files", filesDir}, false, small, "set ConnectOptions.SendFiles"},
+		{"files directory missing", []string{"--files-over-stdin", "--files", "/nonexistent/files"}, true, small, "--files /nonexistent/files"},
+		{"no files directory", []string{"--files-over-stdin"}, true, small, "--files-over-stdin needs --files"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
@@ -74,8 +82,12 @@ func TestConnectMismatches(t *testing.T) {
 				io.Reader
 				io.WriteCloser
 			}{stdout, stdin}
-			s, err := sandboxserver.Connect(t.Context(), stream, transport.SessionConfig{Files: files},
-				sandboxserver.ConnectOptions{SendFiles: tc.sendFiles, ReadyTimeout: 20 * time.Second, OnClose: func() error { _ = cmd.Wait(); return nil }})
+			s, err := sandboxserver.Connect(t.Context(), stream, transport.SessionConfig{Files: tc.files},
+				sandboxserver.ConnectOptions{SendFiles: tc.sendFiles, ReadyTimeout: 3 * time.Second, OnClose: func() error {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+					return nil
+				}})
 			if err == nil {
 				// The server was ready before it read the stream: the first
 				// block finds out.

@@ -114,7 +114,7 @@ func (p *Pool) Open(ctx context.Context, cfg transport.SessionConfig) (transport
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errors.New("transport: the pool is closed")
+		return nil, errors.New("warm: the pool is closed")
 	}
 	var stale []*pooled
 	if key != p.key {
@@ -138,7 +138,7 @@ func (p *Pool) Open(ctx context.Context, cfg transport.SessionConfig) (transport
 		p.failed = nil // a miss: try the background again
 	}
 	p.refillLocked(cfg)
-	ready := len(p.ready)
+	ready := p.liveLocked()
 	p.mu.Unlock()
 	p.observer().PoolSize(p.Name(), ready)
 	if got == nil {
@@ -216,7 +216,7 @@ func (p *Pool) refillLocked(cfg transport.SessionConfig) {
 			} else if err != nil && p.key == key {
 				p.failed = err
 			}
-			ready := len(p.ready)
+			ready := p.liveLocked()
 			p.mu.Unlock()
 			p.observer().PoolSize(p.Name(), ready)
 			if err == nil && !keep {
@@ -231,6 +231,12 @@ func (p *Pool) refillLocked(cfg transport.SessionConfig) {
 func (p *Pool) Ready() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.liveLocked()
+}
+
+// liveLocked counts the waiting sessions not known to be dead, which Ready
+// and the codemode.pool.size metric report. Callers hold mu.
+func (p *Pool) liveLocked() int {
 	n := 0
 	for _, r := range p.ready {
 		if !failed(r.s) {

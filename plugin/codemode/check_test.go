@@ -10,6 +10,8 @@ import (
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 
 	"github.com/adk-codemode/codemode/backend/jail"
 	"github.com/adk-codemode/codemode/egress"
@@ -76,6 +78,23 @@ func TestCheck(t *testing.T) {
 	}
 	if err := Check(ctx, Config{Grace: -1}); err == nil || !strings.Contains(err.Error(), "Config.Grace") {
 		t.Errorf("Check of a bad setting: %v, want New's error", err)
+	}
+	// Two tools that become one Python name: the catalog refuses them, and
+	// Check says so as New does, before it starts anything.
+	var tools []tool.Tool
+	for _, name := range []string{"send-message", "send_message"} {
+		tl, err := functiontool.New(functiontool.Config{Name: name, Description: "Send."},
+			func(agent.Context, struct{}) (map[string]any, error) { return nil, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools = append(tools, tl)
+	}
+	cfg := Config{Tools: tools, Backend: failingBackend{}}
+	_, newErr := New(cfg)
+	checkErr := Check(ctx, cfg)
+	if newErr == nil || checkErr == nil || checkErr.Error() != newErr.Error() {
+		t.Errorf("two tools with one Python name: New said %v and Check %v; want the same refusal", newErr, checkErr)
 	}
 }
 

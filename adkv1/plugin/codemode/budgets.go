@@ -85,9 +85,11 @@ func (f *block) charge(b Budgets, st *surfaceTool) (transport.ToolResult, bool) 
 // receive charges the result of a call of st that was made against the
 // block's budget of result bytes: a result that would pass it is withheld.
 func (f *block) receive(b Budgets, st *surfaceTool, res transport.ToolResult) transport.ToolResult {
+	eb := eng.Budgets(b)
+	n := eng.ResultSize(eb, res) // before the lock: it encodes the result
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.spent.Receive(eng.Budgets(b), st.code, res)
+	return f.spent.Receive(eb, st.code, res, n)
 }
 
 // egressSpent records what the block moved through the egress proxy of s,

@@ -118,7 +118,8 @@ func newAgentHooks(cfg Config) (*hookSet, error) {
 // newHooks returns the hooks for cfg; with requirePlugins, a tool call
 // from code that finds no runner plugins is refused (see chainFor).
 func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
-	if err := cfg.validate(); err != nil {
+	v, err := cfg.validate()
+	if err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
@@ -130,19 +131,11 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 		}
 		cfg.Backend, own = jb, jb
 	}
-	// validate has refused what these would: they build.
-	bare, err := staticTools(cfg.Tools)
-	if err != nil {
-		return nil, err
-	}
-	toolsets, err := namedToolsets(cfg)
-	if err != nil {
-		return nil, err
-	}
 	e := &engine{
 		cfg:            cfg,
-		bare:           bare,
-		toolsets:       toolsets,
+		bare:           v.bare,
+		toolsets:       v.toolsets,
+		static:         v.static,
 		requirePlugins: requirePlugins,
 		ownBackend:     own,
 		obs: observe.New(observe.Config{
@@ -152,19 +145,9 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 		turns: map[string]*turn{},
 		roots: map[string]string{},
 	}
-	for _, ts := range toolsets {
+	for _, ts := range v.toolsets {
 		if rp, ok := ts.set.(requestProcessor); ok {
 			e.toolsetHooks = append(e.toolsetHooks, requestProcessorOf{name: ts.ns, set: ts.set, proc: rp})
-		}
-	}
-	if len(cfg.Toolsets) == 0 {
-		// The surface never changes: build it once for invocations with
-		// an artifact service and once for those without, which also
-		// reports a name collision at construction.
-		for _, art := range []bool{true, false} {
-			if e.static[index(art)], err = buildSurface(bare, cfg.surfaceOptions(art)); err != nil {
-				return nil, err
-			}
 		}
 	}
 	// The tools package always has search and describe; tools._discovery

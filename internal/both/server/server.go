@@ -170,9 +170,7 @@ func serve(ctx context.Context, conn *wire.Conn, cfg *Config, p procs, calls *wi
 			if errors.Is(hf.err, wire.ErrProtocol) || errors.Is(hf.err, wire.ErrFrameTooLarge) {
 				// The host's stream broke the protocol: say why, to the
 				// host if it still reads and to whoever reads our error.
-				err := fmt.Errorf("the host's stream: %w", hf.err)
-				_ = conn.Write(&wire.ErrorFrame{Message: "sandbox server: " + err.Error()})
-				return err
+				return s.fail("the host's stream: %v", hf.err)
 			}
 			if hf.err != nil {
 				return nil // the host went away: end the session

@@ -83,14 +83,24 @@ func (s *Spend) Charge(b Budgets, name, code string) (transport.ToolResult, bool
 	return transport.ToolResult{}, true
 }
 
+// ResultSize is the size of res that Receive charges against b: its
+// value's JSON, or 0 when b bounds no result bytes or res is an error. It
+// encodes the value, so a caller that guards its Spend with a lock calls
+// it before taking the lock.
+func ResultSize(b Budgets, res transport.ToolResult) int64 {
+	if b.ResultBytes <= 0 || res.Err != nil {
+		return 0
+	}
+	return int64(JSONSize(res.Value))
+}
+
 // Receive charges res, the result of a call made to the tool the code
-// calls as code, against b's result bytes: a result that would pass them
-// is withheld.
-func (s *Spend) Receive(b Budgets, code string, res transport.ToolResult) transport.ToolResult {
+// calls as code, of n bytes (ResultSize), against b's result bytes: a
+// result that would pass them is withheld.
+func (s *Spend) Receive(b Budgets, code string, res transport.ToolResult, n int64) transport.ToolResult {
 	if b.ResultBytes <= 0 || res.Err != nil {
 		return res
 	}
-	n := int64(JSONSize(res.Value))
 	if s.resultBytes+n > b.ResultBytes {
 		left := b.ResultBytes - s.resultBytes
 		s.resultBytes = b.ResultBytes

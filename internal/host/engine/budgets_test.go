@@ -23,7 +23,8 @@ func TestSpendRefusesPastEachBudget(t *testing.T) {
 	if _, ok := s.Charge(b, "get", "get"); !ok {
 		t.Fatal("a call to another tool was refused")
 	}
-	got := s.Receive(b, "get", transport.ToolResult{Value: "0123456789abc"})
+	result := transport.ToolResult{Value: "0123456789abc"}
+	got := s.Receive(b, "get", result, ResultSize(b, result))
 	if got.Err == nil || !strings.Contains(got.Err.Message, "is 15 bytes, more than the 10 left") {
 		t.Fatalf("a 15-byte result against 10 bytes: %+v; want it withheld", got)
 	}
@@ -61,7 +62,11 @@ func TestSpendNoBudgets(t *testing.T) {
 			t.Fatal("a call was refused with no budget set")
 		}
 	}
-	if r := s.Receive(Budgets{}, "t", transport.ToolResult{Value: strings.Repeat("x", 1<<20)}); r.Err != nil {
+	big := transport.ToolResult{Value: strings.Repeat("x", 1<<20)}
+	if n := ResultSize(Budgets{}, big); n != 0 {
+		t.Errorf("ResultSize with no budget = %d; want 0, without encoding the value", n)
+	}
+	if r := s.Receive(Budgets{}, "t", big, 0); r.Err != nil {
 		t.Fatalf("a result was withheld with no budget set: %v", r.Err)
 	}
 }

@@ -18,6 +18,10 @@ import (
 // interrupted block may take to stop before its worker is reset.
 const DefaultGrace = time.Second
 
+// ErrNotReady is [NewClient]'s error when the sandbox sent no ready frame
+// within ClientOptions.ReadyTimeout.
+var ErrNotReady = errors.New("wire: the sandbox did not become ready")
+
 // ClientOptions tune [NewClient].
 type ClientOptions struct {
 	// ReadyTimeout bounds the wait for the ready frame. Zero means 60s.
@@ -110,7 +114,7 @@ func NewClient(ctx context.Context, conn *Conn, cfg transport.SessionConfig, opt
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
-		err = fmt.Errorf("wire: the sandbox did not become ready within %s", opts.ReadyTimeout)
+		err = fmt.Errorf("%w within %s", ErrNotReady, opts.ReadyTimeout)
 	}
 	if err != nil {
 		_ = c.closeConn()

@@ -69,3 +69,25 @@ func BenchmarkDecodeDone(b *testing.B) {
 		}
 	}
 }
+
+// TestDecodeSimpleTakesPlainValues: the fast path takes the plain values it
+// is for, so that TestDecodeSimpleMatchesJSON cannot pass by taking none.
+func TestDecodeSimpleTakesPlainValues(t *testing.T) {
+	var (
+		s string
+		i int64
+		b bool
+		m map[string]any
+	)
+	for _, tc := range []struct {
+		data string
+		dst  any
+	}{{`"abc"`, &s}, {`7`, &i}, {`-12`, &i}, {`true`, &b}, {`{}`, &m}} {
+		if !decodeSimple([]byte(tc.data), reflect.ValueOf(tc.dst).Elem()) {
+			t.Errorf("%s: left to encoding/json", tc.data)
+		}
+	}
+	if s != "abc" || i != -12 || !b || m == nil {
+		t.Errorf("decoded %q %d %v %v", s, i, b, m)
+	}
+}

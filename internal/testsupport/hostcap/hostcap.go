@@ -117,18 +117,11 @@ func Required(c Capability) bool {
 // says what is missing and how to provide it.
 func Missing(tb testing.TB, c Capability, why ...any) {
 	tb.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "missing: %s", c.what)
-	if s := strings.TrimSpace(fmt.Sprint(why...)); s != "" {
-		fmt.Fprintf(&b, " (%s)", s)
-	}
-	fmt.Fprintf(&b, "\nto run this test: %s", c.how)
+	msg := c.missing("to run this test", why)
 	if Required(c) {
-		fmt.Fprintf(&b, "\n%s: a missing capability fails the test instead of skipping it", c.requiredBy())
-		tb.Fatal(b.String())
+		tb.Fatal(msg + "\n" + c.requiredBy() + ": a missing capability fails the test instead of skipping it")
 	}
-	fmt.Fprintf(&b, "\n(%s makes this a failure)", strings.Join(c.switches(), " or "))
-	tb.Skip(b.String())
+	tb.Skip(msg + "\n(" + strings.Join(c.switches(), " or ") + " makes this a failure)")
 }
 
 // Without lets tb go on without c, by instead (what the test uses in its
@@ -139,18 +132,23 @@ func Missing(tb testing.TB, c Capability, why ...any) {
 // what the test uses instead.
 func Without(tb testing.TB, c Capability, instead string, why ...any) {
 	tb.Helper()
+	msg := c.missing("to run this test with it", why)
+	if Required(c) {
+		tb.Fatal(msg + "\n" + c.requiredBy() + ": a missing capability fails the test instead of its running on " + instead)
+	}
+	tb.Log(msg + "\nthe test runs on " + instead + " instead (" + strings.Join(c.switches(), " or ") + " makes this a failure)")
+}
+
+// missing says what of c is missing, how that showed (why, formatted as
+// by fmt.Sprint) and, after to, how to provide it.
+func (c Capability) missing(to string, why []any) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "missing: %s", c.what)
 	if s := strings.TrimSpace(fmt.Sprint(why...)); s != "" {
 		fmt.Fprintf(&b, " (%s)", s)
 	}
-	fmt.Fprintf(&b, "\nto run this test with it: %s", c.how)
-	if Required(c) {
-		fmt.Fprintf(&b, "\n%s: a missing capability fails the test instead of its running on %s", c.requiredBy(), instead)
-		tb.Fatal(b.String())
-	}
-	fmt.Fprintf(&b, "\nthe test runs on %s instead (%s makes this a failure)", instead, strings.Join(c.switches(), " or "))
-	tb.Log(b.String())
+	fmt.Fprintf(&b, "\n%s: %s", to, c.how)
+	return b.String()
 }
 
 // switches are the settings that make c required.

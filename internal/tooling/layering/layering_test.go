@@ -211,7 +211,7 @@ func TestCheckModuleFindsBreaks(t *testing.T) {
 		{"across lines", module + "/adkv1/callbacks|" + module + "/plugin/codemode|", "the adapters of one ADK line may not import the other's"},
 		{"toolset", module + "/toolset/openapi|" + module + "/schema|", "imports no package of Code Mode"},
 		{"contract", module + "/transport|go.opentelemetry.io/otel/metric|", "imports only the standard library"},
-		{"contract on the repository", module + "/transport|" + module + "/internal/clip|", "imports only the standard library"},
+		{"contract on the repository", module + "/transport|" + module + "/internal/both/clip|", "imports only the standard library"},
 		{"engine on ADK", module + "/internal/host/engine|google.golang.org/adk/v2/agent|", "the engine imports no ADK package"},
 		{"engine on ADK v1", module + "/internal/host/engine|google.golang.org/adk/tool|", "the engine imports no ADK package"},
 		{"sandbox on host", module + "/internal/sandbox/supervisor|" + module + "/internal/host/launch|", "code that runs in a sandbox imports no host-side code"},

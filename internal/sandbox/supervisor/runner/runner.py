@@ -405,15 +405,16 @@ class _Channel:
                 self._threads_block, self._threads = block, {}
             ident = _thread.get_ident()
             thread = 0 if main else self._threads.setdefault(ident, len(self._threads) + 1)
-        # The frame as _dumps would write it, keys in the same order, with
-        # only the arguments through the encoder: the id is the channel's
-        # own (hex digits, a dash and a number).
-        line = _TOOL_CALL_HEAD + cid + '","block":' + _encode_str(block) + ',"name":' + _encode_str(name) + ',"args":' + _dumps(args)
-        if thread:
-            line += ',"thread":' + str(thread)
-        if timeout is not None:
-            line += ',"timeout_ms":' + str(max(1, int(float(timeout) * 1000)))
         try:
+            # The frame as _dumps would write it, keys in the same order,
+            # with only the arguments through the encoder: the id is the
+            # channel's own (hex digits, a dash and a number). Arguments
+            # that do not encode raise here, and the id is let go below.
+            line = _TOOL_CALL_HEAD + cid + '","block":' + _encode_str(block) + ',"name":' + _encode_str(name) + ',"args":' + _dumps(args)
+            if thread:
+                line += ',"thread":' + str(thread)
+            if timeout is not None:
+                line += ',"timeout_ms":' + str(max(1, int(float(timeout) * 1000)))
             self.send_line(line + "}")
             return self.wait_for(lambda: self._results.pop(cid, None), stoppable=main)
         finally:
