@@ -36,8 +36,22 @@ func (s *server) runs(t *testing.T) int {
 	return bytes.Count(b, []byte("ran\n"))
 }
 
-// resumes counts the resumes the server took.
-func (s *server) resumes() int { return strings.Count(s.stderr(), "session resumed") }
+// waitLog returns the first match of re in the server's log, waiting
+// for it within a bound (nil if it never came). The server's stderr
+// reaches the test through a pipe, so a line the server wrote before it
+// sent a result may still be on its way when the result arrives.
+func (s *server) waitLog(re *regexp.Regexp) []string {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(s.stderr()); m != nil || time.Now().After(deadline) {
+			return m
+		}
+	}
+}
+
+var resumedLine = regexp.MustCompile(`session resumed`)
+
+// tookResume reports whether the server logged a resume it took.
+func (s *server) tookResume() bool { return s.waitLog(resumedLine) != nil }
 
 func execAsync(s transport.Session, code string) <-chan execResult {
 	done := make(chan execResult, 1)
@@ -104,7 +118,7 @@ for i in range(1000):
 	if n := srv.runs(t); n != 1 {
 		t.Errorf("the block ran %d times, want once", n)
 	}
-	if srv.resumes() == 0 {
+	if !srv.tookResume() {
 		t.Error("the server took no resume")
 	}
 	if got := execOK(t, s, "print('still here')").Stdout; got != "still here\n" {
@@ -149,7 +163,7 @@ func TestResumeDuringToolCall(t *testing.T) {
 	if n := srv.runs(t); n != 1 {
 		t.Errorf("the block ran %d times, want once", n)
 	}
-	if srv.resumes() == 0 {
+	if !srv.tookResume() {
 		t.Error("the server took no resume")
 	}
 }
@@ -168,7 +182,7 @@ func TestResumeBetweenBlocks(t *testing.T) {
 	if n := srv.runs(t); n != 2 {
 		t.Errorf("%d runs of the two blocks, want 2", n)
 	}
-	if srv.resumes() == 0 {
+	if !srv.tookResume() {
 		t.Error("the server took no resume")
 	}
 }
@@ -387,7 +401,7 @@ print(out)
 		}
 	}
 	mu.Unlock()
-	resent := regexp.MustCompile(`sending again what the peer has not acknowledged.* bytes=(\d+)`).FindStringSubmatch(srv.stderr())
+	resent := srv.waitLog(regexp.MustCompile(`sending again what the peer has not acknowledged.* bytes=(\d+)`))
 	if resent == nil {
 		t.Fatalf("the server logged no resend; its log:\n%s", srv.stderr())
 	}
