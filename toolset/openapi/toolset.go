@@ -2,113 +2,61 @@ package openapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"net/http"
 	"slices"
-	"strings"
 
-	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+	"google.golang.org/genai"
 
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/tool"
+
+	oas "github.com/adk-codemode/codemode/openapi"
 )
 
-// DefaultMaxResponseBytes bounds a response body read by a tool.
-const DefaultMaxResponseBytes = 8 << 20
+// These are package github.com/adk-codemode/codemode/openapi's, where the
+// document is read and its operations are called, with no ADK; this
+// package makes them ADK tools.
+type (
+	// Config says which document to load, which of its operations become
+	// tools and how they are called: see [oas.Config].
+	Config = oas.Config
+	// Credential is one security scheme's credentials: see
+	// [oas.Credential].
+	Credential = oas.Credential
+	// Operation describes an operation, for Config.Include and the
+	// report: see [oas.Operation].
+	Operation = oas.Operation
+	// Report says what building the toolset changed or left out: see
+	// [oas.Report].
+	Report = oas.Report
+	// Rename is a tool whose name differs from what its operation asked
+	// for: see [oas.Rename].
+	Rename = oas.Rename
+	// DocumentError is a document that cannot be used, at a JSON pointer:
+	// see [oas.DocumentError].
+	DocumentError = oas.DocumentError
+	// StatusError is a response outside 2xx: see [oas.StatusError].
+	StatusError = oas.StatusError
+)
 
-// Config configures a [Toolset]. Exactly one of Spec, File and URL names
-// the document.
-type Config struct {
-	// Spec is the document itself, JSON or YAML.
-	Spec []byte
-	// BasePath is the directory that relative file references in Spec
-	// resolve against. Empty: Spec may not refer to other files.
-	BasePath string
-	// File is the path of the document; references to relative files
-	// resolve against its directory.
-	File string
-	// URL is fetched by the host with HTTPClient; references to relative
-	// URLs resolve against it.
-	URL string
-	// MaxDocumentBytes bounds the document read from File or URL and each
-	// file or URL it refers to. Zero means DefaultMaxDocumentBytes.
-	MaxDocumentBytes int64
+const (
+	// DefaultMaxDocumentBytes bounds a document read from a file or a URL,
+	// and each file or URL it refers to.
+	DefaultMaxDocumentBytes = oas.DefaultMaxDocumentBytes
+	// DefaultMaxResponseBytes bounds a response body read by a tool.
+	DefaultMaxResponseBytes = oas.DefaultMaxResponseBytes
+)
 
-	// Name is the toolset's name, which Code Mode uses as the tools'
-	// namespace. Empty: the document's info.title, sanitised.
-	Name string
-
-	// BaseURL replaces the document's server URLs for every operation.
-	BaseURL string
-	// ServerVariables fill the variables of the chosen server URL; a
-	// variable not given takes its default. A value outside the
-	// variable's enum is an error.
-	ServerVariables map[string]string
-
-	// Tags, OperationIDs and PathPrefixes select the operations that become
-	// tools: an operation is kept when it matches every list that is not
-	// empty (one of the tags, one of the operation ids, a path starting
-	// with one of the prefixes). Include, if set, is asked last.
-	Tags         []string
-	OperationIDs []string
-	PathPrefixes []string
-	Include      func(Operation) bool
-
-	// Auth holds credentials by the name of the document's security
-	// scheme (components.securitySchemes). They stay on the host: no tool
-	// parameter carries them and the sandbox never sees them.
-	Auth map[string]Credential
-
-	// HTTPClient sends every request (the document, OAuth2 token
-	// requests, operations). Nil means http.DefaultClient.
-	HTTPClient *http.Client
-	// MaxResponseBytes bounds the body of each response. Zero means
-	// DefaultMaxResponseBytes.
-	MaxResponseBytes int64
-
-	// SkipInvalid leaves out operations that are invalid or unsupported
-	// (reporting each in [Report]) instead of failing [New].
-	SkipInvalid bool
-}
-
-func (cfg *Config) client() *http.Client {
-	if cfg.HTTPClient != nil {
-		return cfg.HTTPClient
-	}
-	return http.DefaultClient
-}
-
-// Operation describes an operation of the document, for Config.Include
-// and the report.
-type Operation struct {
-	ID         string // operationId, may be empty
-	Method     string // upper case
-	Path       string // the path template, e.g. /pets/{petId}
-	Tags       []string
-	Deprecated bool
-	Pointer    string // e.g. /paths/~1pets~1{petId}/get
-}
-
-// Report says what building the toolset changed or left out.
-type Report struct {
-	// Renamed lists tools whose names differ from what their operation
-	// asked for.
-	Renamed []Rename
-	// Unsupported lists parts of the document that no tool covers:
-	// webhooks, callbacks and links.
-	Unsupported []*DocumentError
-	// Skipped lists operations left out with Config.SkipInvalid.
-	Skipped []*DocumentError
-}
+// ErrNoServerURL is what the error of [New] wraps when an operation has no
+// absolute server URL and Config.BaseURL is empty: see [oas.ErrNoServerURL].
+var ErrNoServerURL = oas.ErrNoServerURL
 
 // Toolset is an ADK tool.Toolset with one tool per operation of an
 // OpenAPI document. It is safe for concurrent use.
 type Toolset struct {
-	name   string
-	tools  []tool.Tool
-	report Report
+	api   *oas.API
+	tools []tool.Tool
 }
 
 var _ tool.Toolset = (*Toolset)(nil)
@@ -116,35 +64,19 @@ var _ tool.Toolset = (*Toolset)(nil)
 // New reads the document cfg names and builds its tools. ctx bounds the
 // fetching of a document and its references from URLs.
 func New(ctx context.Context, cfg Config) (*Toolset, error) {
-	src, err := readSource(ctx, &cfg)
+	api, err := oas.Load(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	p, err := parse(src)
-	if err != nil {
-		return nil, err
+	ts := &Toolset{api: api}
+	for _, op := range api.Ops() {
+		ts.tools = append(ts.tools, &opTool{op})
 	}
-	doc := p.doc
-	if err := checkAuth(&cfg, doc); err != nil {
-		return nil, err
-	}
-	b := &builder{cfg: &cfg, src: src, doc: doc, conv: newConverter(p.is30, doc.Index), links: p.links, auth: newAuthenticator(&cfg)}
-	if err := b.build(); err != nil {
-		return nil, err
-	}
-	b.report.Renamed = b.names.renamed
-	name := cfg.Name
-	if name == "" && doc.Info != nil {
-		name = sanitise(doc.Info.Title)
-	}
-	if name == "" || name == "operation" {
-		name = "api"
-	}
-	return &Toolset{name: name, tools: b.tools, report: b.report}, nil
+	return ts, nil
 }
 
 // Name returns the toolset's name.
-func (s *Toolset) Name() string { return s.name }
+func (s *Toolset) Name() string { return s.api.Name() }
 
 // Tools returns one tool per selected operation, in document order.
 func (s *Toolset) Tools(agent.ReadonlyContext) ([]tool.Tool, error) {
@@ -154,58 +86,47 @@ func (s *Toolset) Tools(agent.ReadonlyContext) ([]tool.Tool, error) {
 // Call runs the tool called name with args outside any agent, as the
 // tool's Run does: for scripts and tests that call an API directly.
 func (s *Toolset) Call(ctx context.Context, name string, args map[string]any) (map[string]any, error) {
-	for _, t := range s.tools {
-		if t.Name() == name {
-			return t.(*opTool).call(ctx, args)
-		}
-	}
-	return nil, fmt.Errorf("openapi: toolset %s has no tool %q", s.name, name)
+	return s.api.Call(ctx, name, args)
 }
 
 // Report says which tools were renamed and what the toolset does not
 // cover.
-func (s *Toolset) Report() Report { return s.report }
+func (s *Toolset) Report() Report { return s.api.Report() }
 
-// selected reports whether cfg keeps op.
-func (cfg *Config) selected(op Operation) bool {
-	if len(cfg.Tags) > 0 && !slices.ContainsFunc(op.Tags, func(t string) bool { return slices.Contains(cfg.Tags, t) }) {
-		return false
-	}
-	if len(cfg.OperationIDs) > 0 && !slices.Contains(cfg.OperationIDs, op.ID) {
-		return false
-	}
-	if len(cfg.PathPrefixes) > 0 && !slices.ContainsFunc(cfg.PathPrefixes, func(p string) bool { return strings.HasPrefix(op.Path, p) }) {
-		return false
-	}
-	return cfg.Include == nil || cfg.Include(op)
-}
+// opTool is the ADK tool of one operation.
+type opTool struct{ *oas.Op }
 
-// asDocumentError returns err's *DocumentError, or one wrapping it.
-func asDocumentError(err error, ptr string) *DocumentError {
-	var de *DocumentError
-	if errors.As(err, &de) {
-		return de
-	}
-	return &DocumentError{Pointer: ptr, Problem: err.Error()}
-}
+var _ tool.Tool = (*opTool)(nil)
 
-// checkAuth refuses credentials for a security scheme the document does
-// not declare: a misspelt name would send requests without them.
-func checkAuth(cfg *Config, doc *v3.Document) error {
-	var declared []string
-	if doc.Components != nil {
-		for name := range doc.Components.SecuritySchemes.FromOldest() {
-			declared = append(declared, name)
+func (t *opTool) IsLongRunning() bool { return false }
+
+// ProcessRequest adds the tool to a model request, as ADK's own tools do,
+// so that the toolset also works on an agent without Code Mode.
+func (t *opTool) ProcessRequest(_ agent.Context, req *model.LLMRequest) error {
+	if req.Tools == nil {
+		req.Tools = map[string]any{}
+	}
+	name, decl := t.Name(), t.Declaration()
+	if _, ok := req.Tools[name]; ok {
+		return fmt.Errorf("openapi: duplicate tool %q", name)
+	}
+	req.Tools[name] = t
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	for _, gt := range req.Config.Tools {
+		if gt != nil && gt.FunctionDeclarations != nil {
+			gt.FunctionDeclarations = append(gt.FunctionDeclarations, decl)
+			return nil
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Auth)) {
-		if slices.Contains(declared, name) {
-			continue
-		}
-		if len(declared) == 0 {
-			return fmt.Errorf("openapi: Config.Auth names the security scheme %q, but the document declares none; send credentials with Config.HTTPClient instead", name)
-		}
-		return fmt.Errorf("openapi: Config.Auth names the security scheme %q, which the document does not declare; it declares %s", name, strings.Join(declared, ", "))
-	}
+	req.Config.Tools = append(req.Config.Tools, &genai.Tool{FunctionDeclarations: []*genai.FunctionDeclaration{decl}})
 	return nil
+}
+
+// Run sends the operation's request built from args and returns the
+// response body, as [oas.Op.Call] does. A status outside 2xx is a
+// *StatusError.
+func (t *opTool) Run(ctx agent.Context, args any) (map[string]any, error) {
+	return t.Call(ctx, args)
 }

@@ -129,7 +129,7 @@ func describe(pkgs []*packages.Package) (lines, leaks []string) {
 func describeType(obj *types.TypeName, qual types.Qualifier, add func(string, types.Type)) {
 	name := obj.Name()
 	if obj.IsAlias() {
-		add(fmt.Sprintf("type %s = %s", name, types.TypeString(obj.Type(), qual)), obj.Type())
+		add(fmt.Sprintf("type %s = %s", name, types.TypeString(types.Unalias(obj.Type()), qual)), obj.Type())
 		return
 	}
 	under := obj.Type().Underlying()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +40,7 @@ var layers = map[string]int{
 	"adkv1/plugin/codemode":             20,
 	"toolset/openapi":                   20,
 	"adkv1/toolset/openapi":             20,
+	"openapi":                           25,
 	"toolset/mcpcommand":                40,
 	"adkv1/internal/fromv2":             20,
 	"internal/host/hooklink":            30,
@@ -116,20 +118,22 @@ func to(imp string) string {
 }
 
 // adkFree are packages that import no ADK package outside their tests:
-// the engine, which both ADK lines' adapters share.
-var adkFree = map[string]bool{"internal/host/engine": true}
+// the engine and the OpenAPI core, which both ADK lines' adapters share.
+var adkFree = map[string]bool{"internal/host/engine": true, "openapi": true}
 
 // stdlibOnly are packages that import nothing but the standard library
 // outside their tests: the contract, which every backend implements, is
 // worth no dependency of its own.
 var stdlibOnly = map[string]bool{"transport": true}
 
-// standalone are packages that import no package of this repository
-// outside their tests: the OpenAPI toolsets are plain ADK toolsets, of use
-// to any agent with or without Code Mode.
-var standalone = map[string]bool{
-	"toolset/openapi":       true,
-	"adkv1/toolset/openapi": true,
+// standalone are packages that import, outside their tests, no package
+// of this repository but the ones listed: the OpenAPI core and its ADK
+// toolsets are of use to any program, any agent, with or without Code
+// Mode.
+var standalone = map[string][]string{
+	"openapi":               nil,
+	"toolset/openapi":       {"openapi"},
+	"adkv1/toolset/openapi": {"openapi"},
 }
 
 func TestImportsRunDown(t *testing.T) {
@@ -176,7 +180,7 @@ func checkModule(list string) []string {
 				bad = append(bad, fmt.Sprintf("%s imports %s: code that runs in a sandbox imports no host-side code", from, to(imp)))
 			}
 			if adkFree[from] && i < len(strings.Fields(f[1])) && (imp == "google.golang.org/adk" || strings.HasPrefix(imp, "google.golang.org/adk/")) {
-				bad = append(bad, fmt.Sprintf("%s imports %s: the engine imports no ADK package, so that both ADK lines share it", from, imp))
+				bad = append(bad, fmt.Sprintf("%s imports %s: both ADK lines share it, so it imports no ADK package", from, imp))
 			}
 			if stdlibOnly[from] && i < len(strings.Fields(f[1])) && strings.Contains(strings.Split(imp, "/")[0], ".") {
 				bad = append(bad, fmt.Sprintf("%s imports %s: it is the contract, and imports only the standard library", from, imp))
@@ -185,8 +189,8 @@ func checkModule(list string) []string {
 				continue
 			}
 			to := strings.TrimPrefix(imp, module+"/")
-			if standalone[from] && i < len(strings.Fields(f[1])) {
-				bad = append(bad, fmt.Sprintf("%s imports %s: it is a plain ADK toolset and imports no package of Code Mode", from, to))
+			if allowed, ok := standalone[from]; ok && i < len(strings.Fields(f[1])) && !slices.Contains(allowed, to) {
+				bad = append(bad, fmt.Sprintf("%s imports %s: it is of use without Code Mode and imports no package of it but %v", from, to, allowed))
 			}
 			if r, ok := layers[to]; ok && r <= rank {
 				bad = append(bad, fmt.Sprintf("%s (layer %d) imports %s (layer %d): a package may import only packages below it", from, rank, to, r))
@@ -209,11 +213,13 @@ func TestCheckModuleFindsBreaks(t *testing.T) {
 		{"sideways", module + "/backend/jail|" + module + "/backend/unsandboxed|", "imports backend/unsandboxed (layer 50)"},
 		{"unlisted", module + "/newpkg||", "has no place in the layout"},
 		{"across lines", module + "/adkv1/callbacks|" + module + "/plugin/codemode|", "the adapters of one ADK line may not import the other's"},
-		{"toolset", module + "/toolset/openapi|" + module + "/schema|", "imports no package of Code Mode"},
+		{"toolset", module + "/toolset/openapi|" + module + "/schema|", "imports no package of it"},
+		{"OpenAPI core", module + "/openapi|" + module + "/render|", "imports no package of it"},
+		{"OpenAPI core on ADK", module + "/openapi|google.golang.org/adk/v2/tool|", "so it imports no ADK package"},
 		{"contract", module + "/transport|go.opentelemetry.io/otel/metric|", "imports only the standard library"},
 		{"contract on the repository", module + "/transport|" + module + "/internal/both/clip|", "imports only the standard library"},
-		{"engine on ADK", module + "/internal/host/engine|google.golang.org/adk/v2/agent|", "the engine imports no ADK package"},
-		{"engine on ADK v1", module + "/internal/host/engine|google.golang.org/adk/tool|", "the engine imports no ADK package"},
+		{"engine on ADK", module + "/internal/host/engine|google.golang.org/adk/v2/agent|", "so it imports no ADK package"},
+		{"engine on ADK v1", module + "/internal/host/engine|google.golang.org/adk/tool|", "so it imports no ADK package"},
 		{"sandbox on host", module + "/internal/sandbox/supervisor|" + module + "/internal/host/launch|", "code that runs in a sandbox imports no host-side code"},
 		{"both on host", module + "/internal/both/server|" + module + "/backend/jail|", "code that runs in a sandbox imports no host-side code"},
 		{"malformed", "no bars here", "unexpected line"},
@@ -229,8 +235,8 @@ func TestCheckModuleFindsBreaks(t *testing.T) {
 	if bad := checkModule(module + "/transport|context net/http|go.opentelemetry.io/otel/sdk/metric"); len(bad) != 0 {
 		t.Errorf("a contract on the standard library, whose tests import more, was refused: %v", bad)
 	}
-	if bad := checkModule(module + "/toolset/openapi||" + module + "/render"); len(bad) != 0 {
-		t.Errorf("an OpenAPI toolset whose tests import the renderer was refused: %v", bad)
+	if bad := checkModule(module + "/toolset/openapi|" + module + "/openapi|" + module + "/render"); len(bad) != 0 {
+		t.Errorf("an OpenAPI toolset on the core, whose tests import the renderer, was refused: %v", bad)
 	}
 }
 

@@ -106,7 +106,7 @@ func mixedToolsets(t *testing.T) ([]tool.Tool, []tool.Toolset, []codemode.Namesp
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := os.ReadFile(filepath.Join("..", "testdata", "petstore.yaml"))
+	spec, err := os.ReadFile(document(t, "petstore.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

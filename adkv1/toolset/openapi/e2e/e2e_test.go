@@ -10,6 +10,8 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -210,7 +212,7 @@ func TestHubFromPythonInTheJail(t *testing.T) {
 	requireJail(t)
 	srv, auth := hubServer(t)
 	hub, err := openapi.New(t.Context(), openapi.Config{
-		File: "../testdata/hub.yaml", BaseURL: srv.URL,
+		File: document(t, "hub.yaml"), BaseURL: srv.URL,
 		Auth: map[string]openapi.Credential{"hubToken": {Token: secret}},
 	})
 	if err != nil {
@@ -279,7 +281,7 @@ func TestPetstoreFromPythonInTheJail(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	pets, err := openapi.New(t.Context(), openapi.Config{File: "../testdata/petstore.yaml", BaseURL: srv.URL + "/v1"})
+	pets, err := openapi.New(t.Context(), openapi.Config{File: document(t, "petstore.yaml"), BaseURL: srv.URL + "/v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,5 +295,27 @@ func TestPetstoreFromPythonInTheJail(t *testing.T) {
 	wantReqs := []string{"POST /v1/pets key=", "GET /v1/pets?limit=2&tags=good,old key=", "GET /v1/pets/9 key="}
 	if diff := cmp.Diff(wantReqs, got); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+// document returns the path of one of package openapi's test documents
+// (github.com/adk-codemode/codemode/openapi, in the root module), found
+// from this package's directory in either ADK line's tree.
+func document(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p := filepath.Join(dir, "openapi", "testdata", name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatalf("no openapi/testdata/%s above this package", name)
+		}
+		dir = up
 	}
 }

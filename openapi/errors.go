@@ -16,7 +16,7 @@ type DocumentError struct {
 	err     error // what Unwrap returns
 }
 
-// ErrNoServerURL is what the error of [New] wraps when an operation has no
+// ErrNoServerURL is what the error of [Load] wraps when an operation has no
 // absolute http or https URL to send its requests to and Config.BaseURL is
 // empty: its server URL is relative, in a document read from bytes or a
 // file, or the document names no server. Set Config.BaseURL. A program

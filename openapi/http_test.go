@@ -90,7 +90,7 @@ func TestHubRequests(t *testing.T) {
 	tl := tools(t, load(t, Config{File: "testdata/hub.yaml", BaseURL: rec.srv.URL, Auth: map[string]Credential{"hubToken": {Token: "s3cret"}}}))
 	ctx := t.Context()
 
-	got, err := tl["repos_get"].call(ctx, map[string]any{"owner": "octo cat", "repo": "hello"})
+	got, err := tl["repos_get"].Call(ctx, map[string]any{"owner": "octo cat", "repo": "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestHubRequests(t *testing.T) {
 		t.Errorf("request %s with Authorization %q", r.Path, r.Header.Get("Authorization"))
 	}
 
-	got, err = tl["issues_list_for_repo"].call(ctx, map[string]any{"owner": "o", "repo": "r", "state": "closed", "labels": []any{"bug", "ui"}, "per_page": 5.0})
+	got, err = tl["issues_list_for_repo"].Call(ctx, map[string]any{"owner": "o", "repo": "r", "state": "closed", "labels": []any{"bug", "ui"}, "per_page": 5.0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestHubRequests(t *testing.T) {
 		t.Errorf("query = %q", r.Query)
 	}
 
-	if _, err := tl["issues_create"].call(ctx, map[string]any{"owner": "o", "repo": "r", "title": "T", "body": "B", "labels": []any{"x"}}); err != nil {
+	if _, err := tl["issues_create"].Call(ctx, map[string]any{"owner": "o", "repo": "r", "title": "T", "body": "B", "labels": []any{"x"}}); err != nil {
 		t.Fatal(err)
 	}
 	r = rec.last(t)
@@ -121,7 +121,7 @@ func TestHubRequests(t *testing.T) {
 		t.Errorf("create: %s %s %q", r.Method, r.Header.Get("Content-Type"), r.Body)
 	}
 
-	_, err = tl["repos_get"].call(ctx, map[string]any{"owner": "nobody", "repo": "nothing"})
+	_, err = tl["repos_get"].Call(ctx, map[string]any{"owner": "nobody", "repo": "nothing"})
 	var se *StatusError
 	if !errors.As(err, &se) {
 		t.Fatalf("err = %v, want a *StatusError", err)
@@ -148,7 +148,7 @@ func TestRequestsRefused(t *testing.T) {
 		{"issues_create", map[string]any{"owner": "o", "repo": "r"}, `required parameter "title" is missing`},
 	}
 	for _, c := range cases {
-		_, err := tl[c.tool].call(t.Context(), c.args)
+		_, err := tl[c.tool].Call(t.Context(), c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: err = %v, want %q", c.tool, c.args, err, c.want)
 		}
@@ -167,7 +167,7 @@ func TestPetstoreRequests(t *testing.T) {
 		writeJSON(w, 200, map[string]any{"ok": true})
 	})
 	tl := tools(t, load(t, Config{File: "testdata/petstore.yaml", BaseURL: rec.srv.URL + "/v1/", Auth: map[string]Credential{"shopKey": {APIKey: "k-123"}}}))
-	if _, err := tl["place_order"].call(t.Context(), map[string]any{"petId": 7.0, "notes": []any{"a b", "c&d"}}); err != nil {
+	if _, err := tl["place_order"].Call(t.Context(), map[string]any{"petId": 7.0, "notes": []any{"a b", "c&d"}}); err != nil {
 		t.Fatal(err)
 	}
 	r := rec.last(t)
@@ -177,7 +177,7 @@ func TestPetstoreRequests(t *testing.T) {
 	if r.Header.Get("X-Shop-Key") != "k-123" {
 		t.Errorf("X-Shop-Key = %q", r.Header.Get("X-Shop-Key"))
 	}
-	got, err := tl["delete_pet"].call(t.Context(), map[string]any{"petId": 7.0})
+	got, err := tl["delete_pet"].Call(t.Context(), map[string]any{"petId": 7.0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestPetstoreRequests(t *testing.T) {
 		t.Errorf("an empty answer (-want +got):\n%s", diff)
 	}
 	// list_pets declares no security: the key is not sent.
-	if _, err := tl["list_pets"].call(t.Context(), map[string]any{"limit": 2.0, "tags": []any{"a", "b"}}); err != nil {
+	if _, err := tl["list_pets"].Call(t.Context(), map[string]any{"limit": 2.0, "tags": []any{"a", "b"}}); err != nil {
 		t.Fatal(err)
 	}
 	if r := rec.last(t); r.Header.Get("X-Shop-Key") != "" || r.Query != "limit=2&tags=a,b" {
@@ -242,7 +242,7 @@ func TestParameterLocationsAndMultipart(t *testing.T) {
 	if _, ok := props["Accept"]; ok {
 		t.Error("an Accept header parameter is a tool parameter; the specification says to ignore it")
 	}
-	got, err := tl["upload"].call(t.Context(), map[string]any{
+	got, err := tl["upload"].Call(t.Context(), map[string]any{
 		"id":      map[string]any{"a": "1", "b": "2"},
 		"X-Trace": []any{"t1", "t2"},
 		"session": "abc",
@@ -269,7 +269,7 @@ func TestParameterLocationsAndMultipart(t *testing.T) {
 	if diff := cmp.Diff(want, parts); diff != "" {
 		t.Errorf("multipart parts (-want +got):\n%s", diff)
 	}
-	_, err = tl["upload"].call(t.Context(), map[string]any{"id": map[string]any{}, "X-Trace": []any{"a\r\nEvil: 1"}})
+	_, err = tl["upload"].Call(t.Context(), map[string]any{"id": map[string]any{}, "X-Trace": []any{"a\r\nEvil: 1"}})
 	if err == nil || !strings.Contains(err.Error(), "line break") {
 		t.Errorf("header injection: err = %v", err)
 	}
@@ -303,7 +303,7 @@ func TestResponseDecoding(t *testing.T) {
 	}
 	for _, c := range cases {
 		ctype, body, code = c.ctype, c.body, c.code
-		got, err := tl["list_pets"].call(t.Context(), map[string]any{})
+		got, err := tl["list_pets"].Call(t.Context(), map[string]any{})
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: err = %v, want %q", c.name, err, c.err)
@@ -371,7 +371,7 @@ func TestAuthSchemes(t *testing.T) {
 	}}))
 	call := func(name string) seen {
 		t.Helper()
-		if _, err := tl[name].call(t.Context(), map[string]any{}); err != nil {
+		if _, err := tl[name].Call(t.Context(), map[string]any{}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		return rec.last(t)
@@ -414,10 +414,10 @@ func TestSecretsStayOutOfDeclarations(t *testing.T) {
 		"oauth":     {ClientID: "app", ClientSecret: secrets[3]},
 		"missing":   {Token: secrets[4]},
 	}})
-	list, _ := ts.Tools(nil)
+	list := ts.Ops()
 	var all strings.Builder
 	for _, tl := range list {
-		b, _ := json.Marshal(tl.(*opTool).Declaration())
+		b, _ := json.Marshal(tl.Declaration())
 		all.Write(b)
 	}
 	for _, s := range secrets {
@@ -454,16 +454,16 @@ func TestLoadFromURL(t *testing.T) {
 	if got := tools(t, ts)["x"].server.String(); got != srv.URL+"/api/v2" {
 		t.Errorf("a relative server URL resolves against the document's: %q", got)
 	}
-	if _, err := New(t.Context(), Config{URL: srv.URL + "/nope.yaml"}); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, err := Load(t.Context(), Config{URL: srv.URL + "/nope.yaml"}); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("a missing document: err = %v", err)
 	}
-	if _, err := New(t.Context(), Config{URL: srv.URL + "/main.yaml", MaxDocumentBytes: 100}); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
+	if _, err := Load(t.Context(), Config{URL: srv.URL + "/main.yaml", MaxDocumentBytes: 100}); err == nil || !strings.Contains(err.Error(), "larger than the limit") {
 		t.Errorf("a document over the limit: err = %v", err)
 	}
 }
 
 func TestAuthNamesUndeclaredScheme(t *testing.T) {
-	_, err := New(t.Context(), Config{File: "testdata/petstore.yaml", Auth: map[string]Credential{"shop_key": {APIKey: "k"}}})
+	_, err := Load(t.Context(), Config{File: "testdata/petstore.yaml", Auth: map[string]Credential{"shop_key": {APIKey: "k"}}})
 	if err == nil || !strings.Contains(err.Error(), `"shop_key", which the document does not declare; it declares shopKey`) {
 		t.Errorf("err = %v", err)
 	}

@@ -78,12 +78,12 @@ func githubDescription(tb testing.TB) []byte {
 }
 
 // registry renders a toolset's tools as Code Mode does.
-func registry(tb testing.TB, ts *Toolset) *render.Registry {
+func registry(tb testing.TB, ts *API) *render.Registry {
 	tb.Helper()
-	list, _ := ts.Tools(nil)
+	list := ts.Ops()
 	rt := make([]render.Tool, len(list))
 	for i, tl := range list {
-		rt[i] = render.Tool{Namespace: ts.Name(), Declaration: tl.(*opTool).Declaration()}
+		rt[i] = render.Tool{Namespace: ts.Name(), Declaration: tl.Declaration()}
 	}
 	reg, err := render.NewRegistry(rt)
 	if err != nil {
@@ -104,10 +104,10 @@ func TestGitHubDescription(t *testing.T) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	byOp := map[string]*opTool{}
-	list, _ := ts.Tools(nil)
+	byOp := map[string]*Op{}
+	list := ts.Ops()
 	for _, tl := range list {
-		o := tl.(*opTool)
+		o := tl
 		byOp[o.method+" "+o.path] = o
 	}
 	ops := 0
@@ -156,7 +156,7 @@ func BenchmarkGitHubToolsetAndBlock(b *testing.B) {
 	data := githubDescription(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		ts, err := New(context.Background(), Config{Spec: data, Name: "github"})
+		ts, err := Load(context.Background(), Config{Spec: data, Name: "github"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func BenchmarkGitHubToolset(b *testing.B) {
 	data := githubDescription(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := New(context.Background(), Config{Spec: data, Name: "github"}); err != nil {
+		if _, err := Load(context.Background(), Config{Spec: data, Name: "github"}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,47 +10,41 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/genai"
 
 	"github.com/adk-codemode/codemode/render"
 )
 
-// load builds a toolset or fails the test.
-func load(t *testing.T, cfg Config) *Toolset {
+// load loads a document or fails the test.
+func load(t *testing.T, cfg Config) *API {
 	t.Helper()
-	ts, err := New(t.Context(), cfg)
+	api, err := Load(t.Context(), cfg)
 	if err != nil {
-		t.Fatalf("New: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
-	return ts
+	return api
 }
 
-// tools returns the toolset's tools by name.
-func tools(t *testing.T, ts *Toolset) map[string]*opTool {
+// tools returns the operations by tool name.
+func tools(t *testing.T, api *API) map[string]*Op {
 	t.Helper()
-	list, err := ts.Tools(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*opTool{}
-	for _, tl := range list {
-		out[tl.Name()] = tl.(*opTool)
+	out := map[string]*Op{}
+	for _, o := range api.Ops() {
+		out[o.Name()] = o
 	}
 	return out
 }
 
-func names(t *testing.T, ts *Toolset) []string {
+func names(t *testing.T, api *API) []string {
 	t.Helper()
-	list, _ := ts.Tools(nil)
 	var out []string
-	for _, tl := range list {
-		out = append(out, tl.Name())
+	for _, o := range api.Ops() {
+		out = append(out, o.Name())
 	}
 	return out
 }
 
 // schemaJSON returns a tool's parameter schema as a generic JSON value.
-func schemaJSON(t *testing.T, tl *opTool) map[string]any {
+func schemaJSON(t *testing.T, tl *Op) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(tl.Declaration().ParametersJsonSchema)
 	if err != nil {
@@ -106,7 +100,7 @@ func TestServerVariables(t *testing.T) {
 	if got := tools(t, ts)["list_pets"].server.String(); got != "https://us.pets.example/v1" {
 		t.Errorf("server = %q", got)
 	}
-	_, err := New(t.Context(), Config{File: "testdata/petstore.yaml", ServerVariables: map[string]string{"region": "mars"}})
+	_, err := Load(t.Context(), Config{File: "testdata/petstore.yaml", ServerVariables: map[string]string{"region": "mars"}})
 	if err == nil || !strings.Contains(err.Error(), `"mars" is not one of eu, us`) {
 		t.Errorf("a value outside the enum: err = %v", err)
 	}
@@ -222,7 +216,7 @@ func TestRefFromBytesNeedsBasePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(t.Context(), Config{Spec: data})
+	_, err = Load(t.Context(), Config{Spec: data})
 	var de *DocumentError
 	if !errors.As(err, &de) || !strings.HasSuffix(de.Pointer, "/$ref") || !strings.Contains(de.Problem, "schemas.yaml#/Tree") {
 		t.Fatalf("without BasePath: err = %v, want a DocumentError at the $ref", err)
@@ -259,7 +253,7 @@ func TestInvalidDocuments(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := New(t.Context(), Config{Spec: []byte(c.doc)})
+			_, err := Load(t.Context(), Config{Spec: []byte(c.doc)})
 			var de *DocumentError
 			if !errors.As(err, &de) {
 				t.Fatalf("err = %v, want a *DocumentError", err)
@@ -288,14 +282,14 @@ func TestNoServerURL(t *testing.T) {
 		{"bad path parameter", head + "servers: [{url: 'https://x.example'}]\npaths:\n  /x/{id}:\n" + op, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := New(t.Context(), Config{Spec: []byte(c.doc)})
+			_, err := Load(t.Context(), Config{Spec: []byte(c.doc)})
 			if err == nil || errors.Is(err, ErrNoServerURL) != c.wraps {
 				t.Fatalf("err = %v; want an error that wraps ErrNoServerURL: %v", err, c.wraps)
 			}
 			if !c.wraps {
 				return
 			}
-			if _, err := New(t.Context(), Config{Spec: []byte(c.doc), BaseURL: "https://api.example.com"}); err != nil {
+			if _, err := Load(t.Context(), Config{Spec: []byte(c.doc), BaseURL: "https://api.example.com"}); err != nil {
 				t.Errorf("with BaseURL: %v", err)
 			}
 		})
@@ -415,26 +409,6 @@ paths:
 	}
 }
 
-// The declarations work as ADK expects: the tool packs itself into a model
-// request.
-func TestProcessRequest(t *testing.T) {
-	tl := tools(t, load(t, Config{File: "testdata/hub.yaml"}))
-	req := &modelRequest{}
-	for _, n := range []string{"repos_get", "issues_create"} {
-		if err := tl[n].ProcessRequest(nil, req.r()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	decls := req.r().Config.Tools[0].FunctionDeclarations
-	if len(decls) != 2 || decls[0].Name != "repos_get" || decls[1].Name != "issues_create" {
-		t.Errorf("declarations = %v", decls)
-	}
-	if err := tl["repos_get"].ProcessRequest(nil, req.r()); err == nil {
-		t.Error("a duplicate tool was packed twice")
-	}
-	var _ *genai.FunctionDeclaration = decls[0]
-}
-
 // Toolsets load side by side, and their tools run concurrently.
 func TestConcurrentLoadsAndCalls(t *testing.T) {
 	rec := hubServer(t)
@@ -442,7 +416,7 @@ func TestConcurrentLoadsAndCalls(t *testing.T) {
 	errs := make(chan error, 16)
 	for range 4 {
 		wg.Go(func() {
-			ts, err := New(t.Context(), Config{File: "testdata/hub.yaml", BaseURL: rec.srv.URL, Auth: map[string]Credential{"hubToken": {Token: "t"}}})
+			ts, err := Load(t.Context(), Config{File: "testdata/hub.yaml", BaseURL: rec.srv.URL, Auth: map[string]Credential{"hubToken": {Token: "t"}}})
 			if err != nil {
 				errs <- err
 				return

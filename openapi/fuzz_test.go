@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// FuzzNew feeds arbitrary documents to the loader: it must return tools or
-// an error, never panic, and every tool's declaration must be JSON.
-func FuzzNew(f *testing.F) {
+// FuzzLoad feeds arbitrary documents to the loader: it must return operations or
+// an error, never panic, and every operation's declaration must be JSON.
+func FuzzLoad(f *testing.F) {
 	for _, p := range []string{"testdata/petstore.yaml", "testdata/hub.yaml", "testdata/split/main.yaml"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -29,12 +29,12 @@ func FuzzNew(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		type result struct {
-			ts  *Toolset
+			ts  *API
 			err error
 		}
 		done := make(chan result, 1)
 		go func() {
-			ts, err := New(ctx, Config{Spec: data, BaseURL: "http://127.0.0.1:1", SkipInvalid: true})
+			ts, err := Load(ctx, Config{Spec: data, BaseURL: "http://127.0.0.1:1", SkipInvalid: true})
 			done <- result{ts, err}
 		}()
 		var res result
@@ -51,9 +51,9 @@ func FuzzNew(f *testing.F) {
 			}
 			return
 		}
-		list, _ := ts.Tools(nil)
+		list := ts.Ops()
 		for _, tl := range list {
-			if _, err := json.Marshal(tl.(*opTool).Declaration()); err != nil {
+			if _, err := json.Marshal(tl.Declaration()); err != nil {
 				t.Fatalf("tool %s: the declaration is not JSON: %v", tl.Name(), err)
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
 	yaml "github.com/pb33f/go-yaml"
@@ -17,7 +16,7 @@ import (
 	"github.com/pb33f/libopenapi/orderedmap"
 )
 
-// builder turns a document's operations into tools.
+// builder turns a document's operations into Ops.
 type builder struct {
 	cfg    *Config
 	src    *source
@@ -26,7 +25,7 @@ type builder struct {
 	auth   *authenticator
 	links  map[string][]string // links of inline responses, by operation
 	names  namer
-	tools  []tool.Tool
+	ops    []*Op
 	report Report
 }
 
@@ -68,7 +67,7 @@ func (b *builder) build() error {
 				b.report.Skipped = append(b.report.Skipped, de)
 				continue
 			}
-			b.tools = append(b.tools, t)
+			b.ops = append(b.ops, t)
 		}
 	}
 	return nil
@@ -171,7 +170,7 @@ type toolParams struct {
 }
 
 // operation builds the tool of one operation.
-func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation) (tool.Tool, error) {
+func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation) (*Op, error) {
 	ptr := info.Pointer
 	sec, err := b.auth.requirements(b.doc, op, ptr)
 	if err != nil {
@@ -224,7 +223,7 @@ func (b *builder) operation(info Operation, item *v3.PathItem, op *v3.Operation)
 	if kind == "object" {
 		resultKey = ""
 	}
-	return &opTool{
+	return &Op{
 		name: name, desc: desc,
 		decl:      decl,
 		resultKey: resultKey,
