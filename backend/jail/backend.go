@@ -155,6 +155,7 @@ func (b *Backend) Open(ctx context.Context, scfg transport.SessionConfig) (trans
 		return nil, err
 	}
 	client, err := launch.Launch(ctx, st, cfg, scfg)
+	st.started()
 	if err != nil {
 		if st.cmd != nil {
 			// The jail has ended: its usage says whether a limit stopped
@@ -186,6 +187,9 @@ func (b *Backend) ServeSession(ctx context.Context, stream io.ReadWriteCloser, f
 		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
 		return err
 	}
+	// The session is served until it ends: its start is over once the
+	// jail is set up.
+	st.onStart = st.started
 	err = launch.ServeLaunched(ctx, conn, st, cfg)
 	if err != nil && st.cmd != nil {
 		err = limitHit(err, st.cmd.Usage(), st.config.withDefaults())
@@ -273,12 +277,26 @@ type starter struct {
 	proxy    *egress.Proxy  // the session's egress proxy, once started
 	cmd      *Cmd           // the jail Start started
 	fallback error          // why Start started the jail cold although it was to fork it
+	template *zygote        // the template the session was forked from, or tried to be
+	onStart  func()         // if set, called when Start returns
+}
+
+// started is called once the session's start is over, whether it
+// succeeded or not: the template the session was taken from forks its
+// next spare now, not while this start needs the CPU.
+func (s *starter) started() {
+	if s.template != nil {
+		s.template.refill()
+	}
 }
 
 var _ launch.Starter = (*starter)(nil)
 
 // Start starts the jail. It outlives ctx, which only bounds the start.
 func (s *starter) Start(ctx context.Context, c launch.Command) (launch.Process, error) {
+	if s.onStart != nil {
+		defer s.onStart()
+	}
 	var connector *os.File // the sandbox end of the egress connector
 	if s.egress != nil {
 		var err error
@@ -290,7 +308,10 @@ func (s *starter) Start(ctx context.Context, c launch.Command) (launch.Process, 
 		defer connector.Close()
 	}
 	if s.zygote {
-		cmd, err := forkSession(ctx, s.config, c, connector)
+		cmd, z, err := forkSession(ctx, s.config, c, connector)
+		if z != nil {
+			s.template = z
+		}
 		if err == nil {
 			s.cmd = cmd
 			return jailProcess{cmd}, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/internal/host/sandboxbin"
+	"github.com/adk-codemode/codemode/internal/protocol/jailplan"
 	"github.com/adk-codemode/codemode/internal/sandbox/supervisor"
 	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 	"github.com/adk-codemode/codemode/transport"
@@ -446,4 +447,36 @@ func templateLive(cfg Config) bool {
 	zygotes.Lock()
 	defer zygotes.Unlock()
 	return zygotes.live[zygoteKey(cfg.withDefaults())] != nil
+}
+
+// TestSpareForkedAfterTheStart: a session that takes the template's spare
+// starts with no other spare being forked beside it (which would take CPU
+// time from its start), and leaves the next spare being forked once its
+// start is over.
+func TestSpareForkedAfterTheStart(t *testing.T) {
+	cfg := Config{Processes: 101} // a template of its own
+	be := &Backend{Config: cfg, forked: true}
+	t.Cleanup(func() {
+		editForkPlan = nil
+		_ = be.Close()
+	})
+	sessionOf(t, be).Close()
+	z, _ := templatePython(t, cfg)
+	for deadline := time.Now().Add(30 * time.Second); len(z.spare) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the template forked no spare after a session's start")
+		}
+	}
+	var duringStart []bool
+	editForkPlan = func(*jailplan.Plan) {
+		duringStart = append(duringStart, z.refilling.Load() || len(z.spare) > 0)
+	}
+	sessionOf(t, be).Close()
+	editForkPlan = nil
+	if len(duringStart) != 1 || duringStart[0] {
+		t.Errorf("while a session took the spare and started, another was being forked or ready: %v", duringStart)
+	}
+	if !z.refilling.Load() && len(z.spare) == 0 {
+		t.Error("once the session had started, no spare was being forked")
+	}
 }

@@ -45,8 +45,13 @@ func (c *Cmd) Usage() Usage { return Usage{} }
 
 func (c *Cmd) cleanupErr() error { return nil }
 
-func forkSession(context.Context, Config, launch.Command, *os.File) (*Cmd, error) {
-	return nil, unsupported()
+// zygote is a template process, which this platform has none of.
+type zygote struct{}
+
+func (*zygote) refill() {}
+
+func forkSession(context.Context, Config, launch.Command, *os.File) (*Cmd, *zygote, error) {
+	return nil, nil, unsupported()
 }
 
 func startEgress(egress.Policy) (*os.File, *egress.Proxy, error) { return nil, nil, unsupported() }

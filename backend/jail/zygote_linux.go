@@ -553,28 +553,35 @@ func (z *zygote) forkBlank() (*forked, error) {
 	return &forked{conn: conn, rest: rest, cmd: cmd}, nil
 }
 
-// take returns the spare blank session, or forks one, and has the next
-// spare forked in the background: placing a process in a cgroup waits for
-// an RCU grace period on cgroup v1, several milliseconds that the spare
-// takes off the session's start. ahead says whether it was.
+// take returns the spare blank session, or forks one: placing a process
+// in a cgroup waits for an RCU grace period on cgroup v1, several
+// milliseconds that the spare takes off the session's start. ahead says
+// whether it was. The next spare is forked once the session has started
+// (refill): forked now, it would take CPU time from this start on a
+// machine of few cores.
 func (z *zygote) take() (f *forked, ahead bool, err error) {
 	select {
 	case f = <-z.spare:
-	default:
-	}
-	go z.refill()
-	if f != nil {
 		return f, true, nil
+	default:
 	}
 	f, err = z.forkBlank()
 	return f, false, err
 }
 
-// refill forks a spare blank session if there is none.
+// refill has a spare blank session forked in the background if there is
+// none and no refill is under way; once it returns, a refill is under way
+// or was not needed. The session that took the last spare calls it once
+// its start is over, whether it succeeded or not.
 func (z *zygote) refill() {
 	if !z.refilling.CompareAndSwap(false, true) {
 		return
 	}
+	go z.forkSpare()
+}
+
+// forkSpare is refill's work, with refilling set.
+func (z *zygote) forkSpare() {
 	defer z.refilling.Store(false)
 	if z.isRetired() || len(z.spare) > 0 {
 		return
@@ -597,29 +604,38 @@ func (z *zygote) refill() {
 }
 
 // forkSession forks a session from the template for cfg and runs the
-// supervisor command c in it. It returns a *Cmd for the session's pid 1.
-func forkSession(ctx context.Context, cfg Config, c launch.Command, connector *os.File) (*Cmd, error) {
+// supervisor command c in it. It returns a *Cmd for the session's pid 1,
+// and the template once a session was taken from it, whose refill the
+// caller calls when the session's start is over.
+func forkSession(ctx context.Context, cfg Config, c launch.Command, connector *os.File) (*Cmd, *zygote, error) {
 	cfg = cfg.withDefaults()
 	filesBytes, err := checkFiles(cfg.Files)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sup, err := supervisorConfig(c.Args)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	filter, err := syscallpolicy.FilterBytes(false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	z, err := getZygote(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, ahead, err := z.take()
 	if err != nil {
-		return nil, err
+		return nil, z, err
 	}
+	cmd, err := setUpForked(ctx, cfg, c, connector, z, f, ahead, filesBytes, sup, filter)
+	return cmd, z, err
+}
+
+// setUpForked sends the blank session f its config and checks what its
+// setup did.
+func setUpForked(ctx context.Context, cfg Config, c launch.Command, connector *os.File, z *zygote, f *forked, ahead bool, filesBytes int64, sup json.RawMessage, filter []byte) (*Cmd, error) {
 	observe.Event(ctx, "codemode.sandbox.template_fork", attribute.Bool("codemode.jail.forked_ahead", ahead))
 	conn, cmd := f.conn, f.cmd
 	defer func() { _ = conn.Close() }()
