@@ -5,9 +5,6 @@ import (
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
-
-	eng "github.com/adk-codemode/codemode/internal/host/engine"
-	"github.com/adk-codemode/codemode/transport"
 )
 
 // DefaultBlocksPerTurn is Budgets.BlocksPerTurn when it is zero.
@@ -70,45 +67,6 @@ func (b Budgets) blocksPerTurn() int {
 		return 0
 	}
 	return b.BlocksPerTurn
-}
-
-// charge admits a call of st against the block's budgets, counting it, or
-// refuses it.
-func (f *block) charge(b Budgets, st *surfaceTool) (transport.ToolResult, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.spent.Charge(eng.Budgets(b), st.name, st.code)
-}
-
-// receive charges the result of a call of st that was made against the
-// block's budget of result bytes: a result that would pass it is withheld.
-func (f *block) receive(b Budgets, st *surfaceTool, res transport.ToolResult) transport.ToolResult {
-	eb := eng.Budgets(b)
-	n := eng.ResultSize(eb, res) // before the lock: it encodes the result
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.spent.Receive(eb, st.code, res, n)
-}
-
-// egressSpent records what the block moved through the egress proxy of s,
-// when s meters its egress, and says whether s does.
-func (f *block) egressSpent(s transport.Session) (bytes int64, exceeded, metered bool) {
-	m := transport.EgressMeterOf(s)
-	if m == nil {
-		return 0, false, false
-	}
-	bytes, exceeded = m.EgressUsage()
-	f.mu.Lock()
-	f.spent.Egress(bytes, exceeded)
-	f.mu.Unlock()
-	return bytes, exceeded, true
-}
-
-// budgetNote tells the model which budgets of the block ran out, or is "".
-func (f *block) budgetNote(b Budgets) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.spent.Note(eng.Budgets(b))
 }
 
 // budgetAnswer is the plugin's own answer to a model call the turn's

@@ -3,6 +3,7 @@ package codemode
 import (
 	"context"
 	"iter"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -75,7 +76,7 @@ except BudgetExceeded as e:
 					t.Errorf("a budget of another tool stopped the block: %q %q", stdout, stderr)
 				}
 			} else {
-				if want := "stopped after " + itoa(tc.done) + " True BudgetExceeded\n"; !strings.HasPrefix(stdout, want) {
+				if want := "stopped after " + strconv.Itoa(tc.done) + " True BudgetExceeded\n"; !strings.HasPrefix(stdout, want) {
 					t.Errorf("stdout %q, want it to start %q", stdout, want)
 				}
 				if !strings.Contains(stdout, tc.message) {

@@ -1,7 +1,6 @@
 package codemode
 
 import (
-	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +17,7 @@ import (
 )
 
 // ErrClosed is returned by execute_code once the plugin is closed.
-var ErrClosed = errors.New("codemode: closed")
+var ErrClosed = eng.ErrClosed
 
 // engine holds the state shared by the hooks and the execute_code tool: the
 // turns by invocation id and the idle reaper.

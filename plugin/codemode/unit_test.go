@@ -5,9 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/v2/agent"
@@ -58,30 +56,20 @@ func (failingBackend) Open(context.Context, transport.SessionConfig) (transport.
 }
 
 // scriptedBackend opens sessions whose Exec calls replay errs in order,
-// then succeed. Every Open after the first takes reopenDelay. An Exec
-// whose context is done stops the block, as a real session does.
+// then succeed. An Exec whose context is done stops the block, as a real
+// session does.
 type scriptedBackend struct {
-	mu          sync.Mutex
-	errs        []error
-	opened      int
-	closed      int
-	reopenDelay time.Duration
+	mu     sync.Mutex
+	errs   []error
+	opened int
+	closed int
 }
 
 func (b *scriptedBackend) Name() string { return "scripted" }
 func (b *scriptedBackend) Open(ctx context.Context, _ transport.SessionConfig) (transport.Session, error) {
 	b.mu.Lock()
 	b.opened++
-	delay := b.reopenDelay
-	if b.opened == 1 {
-		delay = 0
-	}
 	b.mu.Unlock()
-	select {
-	case <-time.After(delay):
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
 	return &scriptedSession{b: b}, nil
 }
 
@@ -107,67 +95,6 @@ func (s *scriptedSession) Close() error {
 	defer s.b.mu.Unlock()
 	s.b.closed++
 	return nil
-}
-
-func TestReconnectClasses(t *testing.T) {
-	lost := errors.New("socket closed")
-	tests := []struct {
-		name       string
-		errs       []error
-		wantStdout string
-		wantStderr string
-		wantOpened int
-	}{
-		{"not run is retried once", []error{&transport.ConnectionError{Stage: transport.NotRun, Err: lost}}, "ran x", "", 2},
-		{"not run twice", []error{&transport.ConnectionError{Stage: transport.NotRun, Err: lost}, &transport.ConnectionError{Stage: transport.NotRun, Err: lost}}, "", msgNotRun, 2},
-		{"unknown is not retried", []error{&transport.ConnectionError{Stage: transport.Unknown, Err: lost}}, "", msgUnknown, 1},
-		{"ran is not retried", []error{&transport.ConnectionError{Stage: transport.Ran, Err: lost}}, "", msgRan, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := &scriptedBackend{errs: tt.errs}
-			h, err := newAgentHooks(Config{Backend: b})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			got, err := h.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]any{"stdout": tt.wantStdout, "stderr": tt.wantStderr, "output_files": []string{}}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("result (-want +got):\n%s", diff)
-			}
-			if b.opened != tt.wantOpened {
-				t.Errorf("opened %d sandboxes, want %d", b.opened, tt.wantOpened)
-			}
-		})
-	}
-}
-
-// TestRetryDoesNotRunTheClock: a block that could not be sent runs again
-// in a fresh sandbox, and the time that sandbox takes to start does not
-// count against Timeout, as no sandbox's start does.
-func TestRetryDoesNotRunTheClock(t *testing.T) {
-	lost := errors.New("socket closed")
-	b := &scriptedBackend{errs: []error{&transport.ConnectionError{Stage: transport.NotRun, Err: lost}}, reopenDelay: 600 * time.Millisecond}
-	h, err := newAgentHooks(Config{Backend: b, Timeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	got, err := h.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{"stdout": "ran x", "stderr": "", "output_files": []string{}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("result (-want +got):\n%s", diff)
-	}
-	if b.opened != 2 {
-		t.Errorf("opened %d sandboxes, want 2", b.opened)
-	}
 }
 
 func TestVersionMismatchDiscardsTurn(t *testing.T) {

@@ -69,3 +69,19 @@ func TestStaleEditFails(t *testing.T) {
 		t.Fatalf("translate of a tree without the edited text: err = %v, want one naming the edit to update", err)
 	}
 }
+
+// TestV2OnlyFilesExist checks that each test file kept to the v2 line is
+// still there, so that the list cannot outlive what it names.
+func TestV2OnlyFilesExist(t *testing.T) {
+	for rel, why := range v2Only {
+		if why == "" {
+			t.Errorf("%s: no reason given for keeping it to the v2 line", rel)
+		}
+		if !strings.HasSuffix(rel, "_test.go") {
+			t.Errorf("%s: only test files may be kept to the v2 line", rel)
+		}
+		if _, err := os.Stat(filepath.Join("../../..", filepath.FromSlash(rel))); err != nil {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+}

@@ -55,19 +55,8 @@ import (
 // the person as for any call. Requests from several threads are queued and
 // asked one at a time, in the order they were made.
 
-// approvalRequest is a tool call from code that asked for confirmation and
-// waits for the answer.
-type approvalRequest struct {
-	tool   string // the tool's name in the tools package
-	callID string // the call's function call id, which it keeps when it runs again
-	args   map[string]any
-	code   string                            // the block's code, which the person is shown
-	conf   toolconfirmation.ToolConfirmation // the hint and payload the tool gave
-	answer chan *toolconfirmation.ToolConfirmation
-}
-
 // confirmationRequest returns the request a tool call made, if it made one.
-func confirmationRequest(tc *callContext, st *surfaceTool, args map[string]any) (*approvalRequest, bool) {
+func confirmationRequest(tc *callContext, st *surfaceTool, args map[string]any) (*eng.ApprovalRequest, bool) {
 	tc.exec.mu.Lock()
 	defer tc.exec.mu.Unlock()
 	reqs := tc.actions.RequestedToolConfirmations
@@ -84,8 +73,7 @@ func confirmationRequest(tc *callContext, st *surfaceTool, args map[string]any) 
 		slices.Sort(keys)
 		conf = reqs[keys[0]]
 	}
-	conf.Confirmed = false
-	return &approvalRequest{tool: st.code, callID: tc.id, args: args, conf: conf, answer: make(chan *toolconfirmation.ToolConfirmation, 1)}, true
+	return eng.NewApprovalRequest(st.code, tc.id, args, eng.Confirmation(conf)), true
 }
 
 // confirmedContext is a tool call's context when it runs again with the
@@ -99,12 +87,11 @@ func (c confirmedContext) ToolConfirmation() *toolconfirmation.ToolConfirmation 
 
 // approved waits for the answer to req, then runs the call again with it
 // or raises ToolDeniedError.
-func (h handler) approved(ctx context.Context, f *block, st *surfaceTool, call transport.ToolCall, req *approvalRequest) transport.ToolResult {
+func (h handler) approved(ctx context.Context, f *eng.Block, st *surfaceTool, call transport.ToolCall, req *eng.ApprovalRequest) transport.ToolResult {
 	oc := eng.ObservedCall(ctx)
 	oc.ApprovalAsked()
 	asked := time.Now()
-	req.code = f.code
-	conf, res, ok := f.ask(ctx, req)
+	conf, res, ok := f.Ask(ctx, req)
 	switch {
 	case !ok:
 		oc.ApprovalAnswered(observe.Unanswered, time.Since(asked))
@@ -118,59 +105,16 @@ func (h handler) approved(ctx context.Context, f *block, st *surfaceTool, call t
 	// [engine.resume]), so the block cannot pause again before this call
 	// has run.
 	if !conf.Confirmed {
-		f.leave()
+		f.Leave()
 		return transport.ToolResult{Err: &transport.ToolError{Type: eng.DeniedType,
 			Message: fmt.Sprintf("tool %s was not run: the person asked to approve the call declined it", st.code)}}
 	}
-	res, again := h.dispatchHeld(ctx, f, st, call, req.callID, conf)
+	answer := toolconfirmation.ToolConfirmation(*conf)
+	res, again := h.dispatchHeld(ctx, f, st, call, req.CallID, &answer)
 	if again != nil {
 		return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.code)
 	}
 	return res
-}
-
-// ask queues req and waits for the person's answer.
-func (f *block) ask(ctx context.Context, req *approvalRequest) (*toolconfirmation.ToolConfirmation, transport.ToolResult, bool) {
-	f.mu.Lock()
-	if f.done {
-		f.mu.Unlock()
-		return nil, transport.Errorf("ToolError", "tool %s asked for confirmation after the code ended", req.tool), false
-	}
-	f.queue = append(f.queue, req)
-	f.notifyLocked()
-	f.mu.Unlock()
-	// A call given up while it waits is taken out of the queue, or, if the
-	// person was asked already, its answer will find no call to resume.
-	withdraw := func() {
-		f.mu.Lock()
-		f.queue = slices.DeleteFunc(f.queue, func(r *approvalRequest) bool { return r == req })
-		if f.asked == req {
-			f.asked = nil
-		}
-		f.mu.Unlock()
-		// An answer sent before that came with a place among the calls in
-		// flight; give it back.
-		select {
-		case conf := <-req.answer:
-			if conf != nil {
-				f.leave()
-			}
-		default:
-		}
-	}
-	select {
-	case conf := <-req.answer:
-		if conf == nil {
-			return nil, transport.Errorf("ToolError", "tool %s was not run: the code ended before it was approved", req.tool), false
-		}
-		return conf, transport.ToolResult{}, true
-	case <-ctx.Done():
-		withdraw()
-		return nil, transport.Errorf("TimeoutError", "tool %s was not run: the call was cancelled while it awaited approval", req.tool), false
-	case <-f.ctx.Done():
-		withdraw()
-		return nil, transport.Errorf("TimeoutError", "tool %s was not run: %v", req.tool, context.Cause(f.ctx)), false
-	}
 }
 
 // parkedBlock is a block paused for approval, held past its invocation
@@ -180,8 +124,8 @@ type parkedBlock struct {
 	session string
 	callID  string
 	tn      *turn
-	f       *block
-	req     *approvalRequest
+	f       *eng.Block
+	req     *eng.ApprovalRequest
 	timer   *time.Timer
 	// announced says the request is on an execute_code event; a block
 	// that paused again waits for the call that announces it (see
@@ -197,7 +141,7 @@ func sessionKey(ctx agent.ReadonlyContext) string {
 // park holds the paused block of the turn tn for the answer to req, asked
 // as a confirmation of the execute_code call callID. With exec, the call
 // that followed the block, the request goes on its actions now.
-func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *block, req *approvalRequest, exec *execCall) (map[string]any, bool) {
+func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *eng.Block, req *eng.ApprovalRequest, exec *execCall) (map[string]any, bool) {
 	announce := exec != nil
 	p := &parkedBlock{key: sessionKey(ctx) + "\x00" + callID, session: sessionKey(ctx), callID: callID, tn: tn, f: f, req: req, announced: announce}
 	tn.mu.Lock()
@@ -227,7 +171,7 @@ func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *block, 
 
 // requestOn puts req on ctx's actions as the confirmation of the call
 // callID, the way ctx.RequestConfirmation does for a direct call.
-func (e *engine) requestOn(ctx agent.ToolContext, callID string, req *approvalRequest) {
+func (e *engine) requestOn(ctx agent.ToolContext, callID string, req *eng.ApprovalRequest) {
 	a := ctx.Actions()
 	if a == nil {
 		return
@@ -235,7 +179,7 @@ func (e *engine) requestOn(ctx agent.ToolContext, callID string, req *approvalRe
 	if a.RequestedToolConfirmations == nil {
 		a.RequestedToolConfirmations = map[string]toolconfirmation.ToolConfirmation{}
 	}
-	a.RequestedToolConfirmations[callID] = req.confirmation(callID)
+	a.RequestedToolConfirmations[callID] = toolconfirmation.ToolConfirmation(confirmation(req, callID))
 	a.SkipSummarization = true
 }
 
@@ -249,20 +193,20 @@ func (e *engine) requestOn(ctx agent.ToolContext, callID string, req *approvalRe
 // payload of its own (which goes back to the tool with the answer, so
 // nothing is added to it), at the end of the hint. The tool runs again
 // with the person's answer, never with this text.
-func (r *approvalRequest) confirmation(callID string) toolconfirmation.ToolConfirmation {
-	conf := r.conf
-	args, shown := boundedArgs(r.args)
+func confirmation(r *eng.ApprovalRequest, callID string) eng.Confirmation {
+	conf := r.Conf
+	args, shown := boundedArgs(r.Args)
 	with := "arguments too long to show here"
 	if b, err := json.Marshal(args); shown && err == nil {
 		with = string(b)
 	}
-	lead := fmt.Sprintf("The code of execute_code call %s calls the tool %s with %s.", callID, r.tool, with)
+	lead := fmt.Sprintf("The code of execute_code call %s calls the tool %s with %s.", callID, r.Tool, with)
 	if conf.Hint != "" {
 		lead += " " + conf.Hint
 	}
-	code, cut := boundedCode(r.code)
+	code, cut := boundedCode(r.Code)
 	if conf.Payload == nil {
-		p := map[string]any{"tool": r.tool, "execute_code_call": callID, "code": code}
+		p := map[string]any{"tool": r.Tool, "execute_code_call": callID, "code": code}
 		if cut {
 			p["code_truncated"] = true
 		}
@@ -300,7 +244,7 @@ func boundedCode(code string) (string, bool) {
 // parkAgain parks a resumed block that paused at another request. The
 // request is announced by a new execute_code call that the invocation's
 // next model request answers with (see [engine.continuation]).
-func (e *engine) parkAgain(ctx agent.ToolContext, tn *turn, f *block, req *approvalRequest) map[string]any {
+func (e *engine) parkAgain(ctx agent.ToolContext, tn *turn, f *eng.Block, req *eng.ApprovalRequest) map[string]any {
 	callID := "codemode-approval-" + randomID()
 	if out, ok := e.park(ctx, tn, callID, f, req, nil); !ok {
 		return out
@@ -336,7 +280,7 @@ func (e *engine) continuation(invocation string) *model.LLMResponse {
 	}
 	return &model.LLMResponse{
 		Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{
-			ID: p.callID, Name: ToolName, Args: map[string]any{"code": p.f.code},
+			ID: p.callID, Name: ToolName, Args: map[string]any{"code": p.f.Code()},
 		}}}},
 		TurnComplete: true,
 	}
@@ -360,14 +304,14 @@ func (e *engine) announce(ctx agent.ToolContext) (map[string]any, bool) {
 
 // pausedResult is execute_code's result for a block paused at req. next,
 // if set, is the execute_code call that asks for the answer.
-func pausedResult(req *approvalRequest, next string) map[string]any {
-	msg := fmt.Sprintf("The code is paused at its call of %s, which asks a person for approval; it continues when they answer.", req.tool)
+func pausedResult(req *eng.ApprovalRequest, next string) map[string]any {
+	msg := fmt.Sprintf("The code is paused at its call of %s, which asks a person for approval; it continues when they answer.", req.Tool)
 	if next != "" {
-		msg = fmt.Sprintf("The code paused again at its call of %s, which asks a person for approval; the request is made as execute_code call %s, and the code continues when they answer.", req.tool, next)
+		msg = fmt.Sprintf("The code paused again at its call of %s, which asks a person for approval; the request is made as execute_code call %s, and the code continues when they answer.", req.Tool, next)
 	}
 	out := result("", "", nil)
-	pending := map[string]any{"tool": req.tool, "hint": req.conf.Hint, "message": msg}
-	if args, ok := boundedArgs(req.args); ok {
+	pending := map[string]any{"tool": req.Tool, "hint": req.Conf.Hint, "message": msg}
+	if args, ok := boundedArgs(req.Args); ok {
 		pending["args"] = args
 	}
 	out["awaiting_approval"] = pending
@@ -408,27 +352,14 @@ func (e *engine) resume(ctx agent.ToolContext, conf *toolconfirmation.ToolConfir
 	tn := p.tn
 	e.adopt(ctx.InvocationID(), tn)
 	// ADK's span of this execute_code call links to the block it resumes.
-	p.f.obs.LinkFrom(ctx)
+	p.f.Observed().LinkFrom(ctx)
 	exec := &execCall{parent: ctx, id: ctx.FunctionCallID()}
 	tn.begin(exec)
 	defer tn.end(exec)
 	defer e.reportArtifacts(ctx, exec)
 	defer exec.flushResults(ctx)
-	f := p.f
-	answer := *conf
-	f.mu.Lock()
-	req := f.asked
-	f.asked, f.paused = nil, false
-	if req != nil {
-		// The answered call counts as in flight from now on, so that the
-		// block does not pause at another request before it has run.
-		f.active++
-		req.answer <- &answer
-	}
-	f.clock.start()
-	f.notifyLocked()
-	f.mu.Unlock()
-	return e.settle(ctx, tn, exec, f, true)
+	p.f.Answer(eng.Confirmation(*conf))
+	return e.settle(ctx, tn, exec, p.f, true)
 }
 
 // adopt makes the parked turn tn the turn of the invocation that resumes
@@ -477,9 +408,9 @@ func (e *engine) expire(p *parkedBlock) {
 	}
 	e.noteLocked(p.session, p.callID, fmt.Sprintf(
 		"[The code of execute_code call %s was paused at its call of %s awaiting a person's approval, and no answer came within %s: it was stopped, and the turn's variables are gone. %s was not run; the tool calls before it were.]",
-		p.callID, p.req.tool, seconds(e.cfg.ApprovalTimeout), p.req.tool))
+		p.callID, p.req.Tool, eng.Seconds(e.cfg.ApprovalTimeout), p.req.Tool))
 	e.mu.Unlock()
-	p.f.cancel(errors.New("no approval came in time"))
+	p.f.Cancel(errors.New("no approval came in time"))
 	p.tn.shutdown()
 }
 
@@ -523,7 +454,7 @@ func (e *engine) withNotices(ctx agent.ReadonlyContext, out map[string]any) map[
 	}
 	stderr, _ := out["stderr"].(string)
 	for _, n := range ns {
-		stderr = appendLine(stderr, n.msg)
+		stderr = eng.AppendLine(stderr, n.msg)
 	}
 	out["stderr"] = stderr
 	return out
@@ -551,7 +482,7 @@ func (e *engine) unknownApproval(ctx agent.ToolContext) string {
 func (e *engine) shutdownParked(paused map[string]*parkedBlock) {
 	for _, p := range paused {
 		p.timer.Stop()
-		p.f.cancel(ErrClosed)
+		p.f.Cancel(ErrClosed)
 		p.tn.shutdown()
 	}
 }

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/adk-codemode/codemode/internal/both/observe"
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
@@ -74,16 +72,16 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	if !ok {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
-	ctx, oc := f.obs.StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description(), Thread: call.Thread})
+	ctx, oc := f.Observed().StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description(), Thread: call.Thread})
 	ctx = eng.WithObservedCall(ctx, oc)
-	res, ok := f.charge(h.e.cfg.Budgets, st)
+	res, ok := f.Charge(eng.Budgets(h.e.cfg.Budgets), st.name, st.code)
 	if ok {
-		var req *approvalRequest
+		var req *eng.ApprovalRequest
 		res, req = h.dispatchOnce(ctx, f, st, call)
 		if req != nil {
 			res = h.approved(ctx, f, st, call, req)
 		}
-		res = f.receive(h.e.cfg.Budgets, st, res)
+		res = f.Receive(eng.Budgets(h.e.cfg.Budgets), st.code, res)
 	}
 	eng.EndObserved(oc, call, res)
 	return res
@@ -93,8 +91,8 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 // attached: it waits while the block is paused for approval, and counts
 // as a call in flight, so the block pauses only once it ends. It returns
 // the request when the tool asked for confirmation.
-func (h handler) dispatchOnce(ctx context.Context, f *block, st *surfaceTool, call transport.ToolCall) (transport.ToolResult, *approvalRequest) {
-	if res, ok := f.enter(ctx); !ok {
+func (h handler) dispatchOnce(ctx context.Context, f *eng.Block, st *surfaceTool, call transport.ToolCall) (transport.ToolResult, *eng.ApprovalRequest) {
+	if res, ok := f.Enter(ctx); !ok {
 		return res, nil
 	}
 	return h.dispatchHeld(ctx, f, st, call, "", nil)
@@ -104,14 +102,14 @@ func (h handler) dispatchOnce(ctx context.Context, f *block, st *surfaceTool, ca
 // ends the count. id and conf are the call's function call id and the
 // person's answer when it runs again after approval; a new call, with no
 // id, gets the block's next one.
-func (h handler) dispatchHeld(ctx context.Context, f *block, st *surfaceTool, call transport.ToolCall, id string, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
-	defer f.leave()
+func (h handler) dispatchHeld(ctx context.Context, f *eng.Block, st *surfaceTool, call transport.ToolCall, id string, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *eng.ApprovalRequest) {
+	defer f.Leave()
 	exec := h.t.current()
 	if exec == nil {
 		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.code), nil
 	}
 	if id == "" {
-		id = f.nextCallID(exec.id)
+		id = f.NextCallID(exec.id)
 	}
 	eng.ObservedCall(ctx).SetCallID(id)
 	limit := h.e.cfg.ToolTimeout
@@ -129,12 +127,12 @@ func (h handler) dispatchHeld(ctx context.Context, f *block, st *surfaceTool, ca
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	timedOut := func() (transport.ToolResult, *approvalRequest) {
-		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.code, seconds(limit)), nil
+	timedOut := func() (transport.ToolResult, *eng.ApprovalRequest) {
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.code, eng.Seconds(limit)), nil
 	}
 	type outcome struct {
 		res transport.ToolResult
-		req *approvalRequest
+		req *eng.ApprovalRequest
 	}
 	// The call runs on its own goroutine so that the timeout holds even
 	// for a tool that does not watch its context; one abandoned at the
@@ -213,7 +211,7 @@ const maxAbandonedCalls = 64
 // A call that asked for confirmation returns the request instead of a
 // result; conf is the approval when it runs again. id is the call's
 // function call id.
-func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, id string, args map[string]any, ctl *callControl, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *approvalRequest) {
+func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, id string, args map[string]any, ctl *callControl, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *eng.ApprovalRequest) {
 	args, naming, err := st.prepareArgs(args)
 	if err != nil {
 		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}, nil
@@ -382,10 +380,3 @@ func errorType(err error) string {
 }
 
 func isExported(name string) bool { return name[0] >= 'A' && name[0] <= 'Z' }
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-// seconds formats d like "30s" or "1.5s".
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
-}

@@ -42,13 +42,8 @@ func (t *execTool) Description() string                     { return t.decl.Desc
 func (t *execTool) IsLongRunning() bool                     { return false }
 func (t *execTool) Declaration() *genai.FunctionDeclaration { return t.decl }
 
-// Messages the model gets when the connection to the sandbox is lost.
-const (
-	msgNotRun        = "The sandbox could not be reached, so the code did not run. Nothing it would have done has happened; you may run it again."
-	msgUnknown       = "The connection to the sandbox was lost while the code was running. It may or may not have run, in part or in whole, and the turn's variables are gone. Check its effects before running anything again."
-	msgBlocksPerTurn = "The code did not run: this turn has made %d execute_code calls, the most Budgets.BlocksPerTurn allows. Answer with what you have found so far."
-	msgRan           = "The code ran, but the connection to the sandbox was lost before its output arrived, and the turn's variables are gone. Do not run it again; check its effects instead."
-)
+// msgBlocksPerTurn is the result of a call past Budgets.BlocksPerTurn.
+const msgBlocksPerTurn = "The code did not run: this turn has made %d execute_code calls, the most Budgets.BlocksPerTurn allows. Answer with what you have found so far."
 
 // Run runs the code in the invocation's sandbox, opening it on the first
 // call of the turn. Calls of one invocation run one at a time. A block
@@ -142,93 +137,20 @@ func (e *engine) reportArtifacts(ctx agent.ToolContext, exec *execCall) {
 	}
 }
 
-// runBlock runs block in the turn's sandbox and returns its result and the
-// sandbox it ran in. A block that could not be sent runs once more, in a
-// fresh sandbox, with a note that earlier state is gone. clock, if set,
-// runs while the block is sent and run, never while a sandbox starts.
-func (e *engine) runBlock(ctx context.Context, tn *turn, blk transport.Block, clock *runClock) (*transport.Result, transport.Session, error) {
-	lostState := false // a sandbox that earlier calls used was lost
-	for attempt := 1; ; attempt++ {
-		sess, fresh, err := e.session(ctx, tn)
-		switch {
-		case errors.Is(err, ErrClosed):
-			return nil, nil, err
-		case err != nil && ctx.Err() != nil:
-			// Interrupted while the sandbox was starting: nothing ran,
-			// and the model must know that, not a start that failed.
-			return &transport.Result{ExitCode: 1, Stderr: fmt.Sprintf(
-				"codemode: The code was interrupted before it started (%s): the sandbox was still starting, so none of the code ran.",
-				context.Cause(ctx))}, nil, nil
-		case err != nil && attempt > 1:
-			return nil, nil, &eng.LostError{Msg: msgNotRun + "\n" + err.Error(), Stage: "not_run"}
-		case err != nil:
-			return nil, nil, fmt.Errorf("execute_code: start the sandbox: %w", err)
-		}
-		eng.MeterEgress(eng.Budgets(e.cfg.Budgets), sess)
-		clock.start()
-		res, err := sess.Exec(ctx, blk)
-		if err == nil {
-			if lostState {
-				// The model must know that what earlier blocks left is gone.
-				r := *res
-				r.Stderr = appendLine(r.Stderr, msgFresh)
-				res = &r
-			}
-			return res, sess, nil
-		}
-		retry, err := e.execFailed(tn, sess, err, attempt)
-		if !retry {
-			return nil, nil, err
-		}
-		clock.stop() // while the fresh sandbox starts
-		lostState = lostState || !fresh
-	}
+// turnSandbox is the sandbox of the turn tn, as the engine runs blocks in
+// it.
+type turnSandbox struct {
+	e  *engine
+	tn *turn
 }
 
-// execFailed classifies a failed Exec: the sandbox is dropped, and a block
-// that was never sent may run again (retry) on the first attempt.
-func (e *engine) execFailed(tn *turn, sess transport.Session, err error, attempt int) (retry bool, _ error) {
-	var ce *transport.ConnectionError
-	var ve *transport.VersionError
-	switch {
-	case errors.As(err, &ve):
-		tn.discard(sess)
-		return false, err
-	case errors.As(err, &ce):
-		tn.discard(sess)
-		if e.isClosed() {
-			return false, ErrClosed
-		}
-		switch ce.Stage {
-		case transport.NotRun:
-			if attempt < 2 {
-				return true, nil
-			}
-			return false, &eng.LostError{Msg: msgNotRun, Stage: "not_run"}
-		case transport.Ran:
-			return false, &eng.LostError{Msg: msgRan, Stage: "ran"}
-		default:
-			return false, &eng.LostError{Msg: msgUnknown, Stage: "unknown"}
-		}
-	case errors.Is(err, transport.ErrClosed) && e.isClosed():
-		return false, ErrClosed
-	default:
-		tn.discard(sess)
-		return false, fmt.Errorf("execute_code: %w", err)
-	}
+func (s turnSandbox) Session(ctx context.Context) (transport.Session, bool, error) {
+	return s.e.session(ctx, s.tn)
 }
 
-// msgFresh is added to stderr when the code ran on a fresh sandbox because
-// the turn's sandbox was lost before the code was sent.
-const msgFresh = "[The turn's sandbox was lost before this code was sent, so it ran in a fresh sandbox: variables, imports and files from earlier blocks of this turn are gone.]"
+func (s turnSandbox) Discard(sess transport.Session) { s.tn.discard(sess) }
 
-// appendLine appends line to s on a line of its own.
-func appendLine(s, line string) string {
-	if s != "" && !strings.HasSuffix(s, "\n") {
-		s += "\n"
-	}
-	return s + line
-}
+func (s turnSandbox) Closed() bool { return s.e.isClosed() }
 
 func (e *engine) isClosed() bool {
 	e.mu.Lock()

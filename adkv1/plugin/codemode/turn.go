@@ -30,7 +30,7 @@ type turn struct {
 	surf     *surface
 	sess     transport.Session
 	running  *execCall
-	blk      *block       // the block running or paused in the sandbox
+	blk      *eng.Block   // the block running or paused in the sandbox
 	parked   *parkedBlock // set while a block of the turn awaits approval
 	inUse    int
 	lastUsed time.Time
@@ -68,13 +68,13 @@ func (t *turn) current() *execCall {
 	return t.running
 }
 
-func (t *turn) currentBlock() *block {
+func (t *turn) currentBlock() *eng.Block {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.blk
 }
 
-func (t *turn) setBlock(f *block) {
+func (t *turn) setBlock(f *eng.Block) {
 	t.mu.Lock()
 	t.blk = f
 	t.mu.Unlock()
