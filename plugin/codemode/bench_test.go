@@ -74,7 +74,7 @@ func BenchmarkSearchInSandbox(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sess, err := (&jail.Backend{}).Open(context.Background(), transport.SessionConfig{Files: s.files})
+	sess, err := (&jail.Backend{}).Open(context.Background(), transport.SessionConfig{Files: s.Files})
 	if errors.Is(err, jail.ErrUnsupported) {
 		b.Skip(err)
 	}
@@ -105,5 +105,5 @@ func BenchmarkSearchInSandbox(b *testing.B) {
 	}
 	b.ReportMetric(float64(sessionbench.Median(times).Microseconds())/1000, "search-median-ms")
 	b.ReportMetric(float64(load.Microseconds())/1000, "index-load-ms")
-	b.ReportMetric(float64(len(s.files[render.DiscoveryIndex]))/1024, "index-KiB")
+	b.ReportMetric(float64(len(s.Files[render.DiscoveryIndex]))/1024, "index-KiB")
 }

@@ -59,7 +59,7 @@ func (e *engine) settle(ctx agent.Context, tn *turn, exec *execCall, f *eng.Bloc
 		if resumed {
 			return e.withNotices(ctx, e.parkAgain(ctx, tn, f, req)), nil
 		}
-		out, _ := e.park(ctx, tn, exec.id, f, req, exec)
+		_, out := e.park(ctx, tn, exec.id, f, req, exec)
 		return e.withNotices(ctx, out), nil
 	}
 	tn.setBlock(nil)

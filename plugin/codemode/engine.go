@@ -41,13 +41,10 @@ type engine struct {
 	roots      map[string]string // invocation id → root agent name
 	closed     bool
 	reaperStop chan struct{}
-	// Blocks paused for approval (see approval.go): by session and
-	// execute_code call id; by the invocation that announces them; and
-	// messages for the model about blocks that are gone, by session.
-	paused        map[string]*parkedBlock
-	continuations map[string]*parkedBlock
-	notices       map[string][]notice
-	reaperDone    chan struct{}
+	// Blocks paused for approval (see approval.go), and messages for the
+	// model about blocks that are gone.
+	parked     *eng.Parked[*turn]
+	reaperDone chan struct{}
 }
 
 // turnFor returns the turn of an invocation, creating it.
@@ -100,15 +97,15 @@ func (e *engine) prepare(ctx agent.Context, req *model.LLMRequest) error {
 		}
 		env.Discovery = true // the tools package always has search and describe
 		env.Network = transport.NetworkOf(e.cfg.Backend)
-		env.Direct = s.direct(e.cfg.Direct)
-		appendInstruction(req, s.reg.Block(env, e.cfg.BlockBudget))
+		env.Direct = s.Direct(e.cfg.Direct)
+		appendInstruction(req, s.Reg.Block(env, e.cfg.BlockBudget))
 	}
-	if note := s.unavailableNote(); note != "" {
+	if note := s.UnavailableNote(); note != "" {
 		appendInstruction(req, note)
 	}
 	addTool(req, e.tool[index(art)])
-	for _, st := range s.directTools(e.cfg.Direct) {
-		addTool(req, st.tool)
+	for _, st := range s.DirectTools(e.cfg.Direct) {
+		addTool(req, st.Tool)
 	}
 	return nil
 }
@@ -157,7 +154,7 @@ func (e *engine) surfaceOf(ctx agent.ReadonlyContext, t *turn, art bool) (*surfa
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.surf == nil || len(t.surf.unavailable) > 0 && t.sess == nil {
+	if t.surf == nil || len(t.surf.Unavailable) > 0 && t.sess == nil {
 		t.surf = s
 	}
 	return t.surf, nil
@@ -250,11 +247,9 @@ func (e *engine) close() error {
 	e.closed = true
 	turns := e.turns
 	e.turns = map[string]*turn{}
-	paused := e.paused
-	e.paused, e.continuations = nil, nil
 	stop, done := e.reaperStop, e.reaperDone
 	e.mu.Unlock()
-	e.shutdownParked(paused)
+	e.parked.Close()
 	if stop != nil {
 		close(stop)
 		<-done

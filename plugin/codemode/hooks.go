@@ -83,7 +83,7 @@ func runHooks(ctx agent.Context, s *surface, toolsets []requestProcessorOf, req 
 		if slices.ContainsFunc(direct, func(d tool.Toolset) bool { return sameToolset(d, ts.set) }) {
 			continue
 		}
-		if slices.Contains(s.unavailable, ts.name) {
+		if slices.Contains(s.Unavailable, ts.name) {
 			continue // left out of this request: see resolve
 		}
 		if err := ts.proc.ProcessRequest(tc, req); err != nil {

@@ -90,7 +90,7 @@ func (t *turn) surface() *surface {
 func (t *turn) settledSurface() (*surface, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.surf, t.surf != nil && (len(t.surf.unavailable) == 0 || t.sess != nil)
+	return t.surf, t.surf != nil && (len(t.surf.Unavailable) == 0 || t.sess != nil)
 }
 
 // begin makes exec the turn's running call once the calls before it have
@@ -173,7 +173,7 @@ func (e *engine) session(ctx context.Context, t *turn) (_ transport.Session, fre
 		return nil, false, errors.New("codemode: the turn has no tool surface")
 	}
 	sctx, start := e.obs.StartSandbox(ctx, e.cfg.Backend.Name())
-	s, err := e.cfg.Backend.Open(sctx, transport.SessionConfig{Files: surf.files, Tools: handler{e: e, t: t}})
+	s, err := e.cfg.Backend.Open(sctx, transport.SessionConfig{Files: surf.Files, Tools: handler{e: e, t: t}})
 	if err != nil {
 		start.End("", "", err)
 		return nil, false, err

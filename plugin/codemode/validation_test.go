@@ -40,16 +40,16 @@ func TestValidationSurvivesUncompilableKeywords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := s.tools["gh.list_repos_validation_test"]
-		if st == nil || st.validator == nil {
+		st := s.Tools["gh.list_repos_validation_test"]
+		if st == nil || st.Validator == nil {
 			t.Fatalf("tool %v has no validator", st)
 		}
 		for _, bad := range []map[string]any{{"per_page": "ten"}, {"per_page": 500}, {"owner": "-x"}} {
-			if err := st.validator.Validate(bad); err == nil {
+			if err := st.Validator.Validate(bad); err == nil {
 				t.Errorf("arguments %v accepted", bad)
 			}
 		}
-		if err := st.validator.Validate(map[string]any{"owner": "go-x", "per_page": 10, "filter": "anything"}); err != nil {
+		if err := st.Validator.Validate(map[string]any{"owner": "go-x", "per_page": 10, "filter": "anything"}); err != nil {
 			t.Errorf("valid arguments rejected: %v", err)
 		}
 	}

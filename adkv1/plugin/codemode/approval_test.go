@@ -12,9 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/agent"
@@ -377,32 +375,6 @@ record(label="after")
 	}
 	if fx.count("delete:a.txt") != 0 || fx.count("before") != 1 || fx.count("after") != 1 {
 		t.Errorf("side effects %v, want before and after once and no delete", fx.n)
-	}
-}
-
-// TestApprovalShowsBoundedCode: a long block's code reaches the person cut
-// at a character's start, and says so, in the payload Code Mode makes and
-// in the hint beside a tool's own payload.
-func TestApprovalShowsBoundedCode(t *testing.T) {
-	code := strings.Repeat("x", maxShownCode-1) + "é" + strings.Repeat("y", 100)
-	r := &eng.ApprovalRequest{Tool: "delete_file", Args: map[string]any{"path": "a"}, Code: code}
-	conf := confirmation(r, "call-1")
-	p, _ := conf.Payload.(map[string]any)
-	got, _ := p["code"].(string)
-	if p["code_truncated"] != true || len(got) != maxShownCode-1 || !strings.HasPrefix(code, got) || !utf8.ValidString(got) {
-		t.Errorf("payload code of %d bytes (truncated %v), want the first %d, whole characters only", len(got), p["code_truncated"], maxShownCode-1)
-	}
-	r.Conf.Payload = map[string]any{"own": true}
-	conf = confirmation(r, "call-1")
-	if fmt.Sprint(conf.Payload) != "map[own:true]" {
-		t.Errorf("the tool's own payload became %v", conf.Payload)
-	}
-	if !strings.HasSuffix(conf.Hint, fmt.Sprintf("The block's code (its first %d bytes):\n%s", maxShownCode-1, code[:maxShownCode-1])) {
-		t.Errorf("hint %q, want the code's first bytes at its end", conf.Hint[:min(len(conf.Hint), 200)])
-	}
-	r.Code = "print(1)"
-	if conf = confirmation(r, "call-1"); !strings.HasSuffix(conf.Hint, "The block's code:\nprint(1)") {
-		t.Errorf("hint %q, want the whole short code at its end", conf.Hint)
 	}
 }
 

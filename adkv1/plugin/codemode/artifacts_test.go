@@ -336,9 +336,9 @@ func TestToolResultArtifactsDeclaration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cat := s.reg.Block(render.Environment{}, 0)
+			cat := s.Reg.Block(render.Environment{}, 0)
 			var stubs strings.Builder
-			for _, f := range s.reg.Stubs() {
+			for _, f := range s.Reg.Stubs() {
 				stubs.WriteString(f.Content)
 			}
 			for _, w := range tt.wantStub {

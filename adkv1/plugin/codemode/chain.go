@@ -47,18 +47,18 @@ func (e *engine) chainFor(exec *execCall, toolName string) (chain, error) {
 // replaces the outcome). via names the last stage whose callback answered
 // ("before_tool", "on_tool_error", "after_tool"), or is "".
 func (c chain) run(tc agent.ToolContext, st *surfaceTool, args map[string]any) (_ map[string]any, via string, _ error) {
-	result, err := c.before(tc, st.tool, args)
+	result, err := c.before(tc, st.Tool, args)
 	if answered(result, err) {
 		via = "before_tool"
 	} else {
 		result, err = runTool(tc, st, args)
 	}
 	if err != nil {
-		if alt, altErr := c.onError(tc, st.tool, args, err); answered(alt, altErr) {
+		if alt, altErr := c.onError(tc, st.Tool, args, err); answered(alt, altErr) {
 			result, via, err = alt, "on_tool_error", altErr
 		}
 	}
-	if alt, altErr := c.after(tc, st.tool, args, result, err); answered(alt, altErr) {
+	if alt, altErr := c.after(tc, st.Tool, args, result, err); answered(alt, altErr) {
 		result, via, err = alt, "after_tool", altErr
 	}
 	return result, via, err
@@ -113,8 +113,8 @@ func (c chain) after(tc agent.ToolContext, t tool.Tool, args, result map[string]
 func runTool(tc agent.ToolContext, st *surfaceTool, args map[string]any) (result map[string]any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("tool %s panicked: %v", st.code, r)
+			err = fmt.Errorf("tool %s panicked: %v", st.Code, r)
 		}
 	}()
-	return st.tool.Run(tc, args)
+	return st.Tool.Run(tc, args)
 }

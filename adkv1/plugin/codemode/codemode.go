@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/adk-codemode/codemode/internal/both/observe"
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/genai"
 
@@ -142,8 +143,9 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 			TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 			AuditLog: cfg.AuditLog, RecordCode: cfg.TraceCode,
 		}),
-		turns: map[string]*turn{},
-		roots: map[string]string{},
+		turns:  map[string]*turn{},
+		roots:  map[string]string{},
+		parked: eng.NewParked(cfg.ApprovalTimeout, (*turn).shutdown),
 	}
 	for _, ts := range v.toolsets {
 		if rp, ok := ts.set.(requestProcessor); ok {
@@ -155,7 +157,7 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 	// whether the shorter import works.
 	discovery := "tools._discovery"
 	if e.static[1] != nil {
-		discovery = e.static[1].reg.Discovery()
+		discovery = e.static[1].Reg.Discovery()
 	}
 	for _, art := range []bool{true, false} {
 		e.tool[index(art)] = &execTool{e: e, decl: &genai.FunctionDeclaration{

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool/toolconfirmation"
 
-	"github.com/adk-codemode/codemode/schema"
 	"github.com/adk-codemode/codemode/transport"
 )
 
@@ -68,20 +66,20 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	if s == nil {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
-	st, ok := s.lookup(call.Name)
+	st, ok := s.Lookup(call.Name)
 	if !ok {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
-	ctx, oc := f.Observed().StartToolCall(ctx, observe.ToolCallStart{Tool: st.name, CodeName: st.code, Description: st.tool.Description(), Thread: call.Thread})
+	ctx, oc := f.Observed().StartToolCall(ctx, observe.ToolCallStart{Tool: st.Name, CodeName: st.Code, Description: st.Tool.Description(), Thread: call.Thread})
 	ctx = eng.WithObservedCall(ctx, oc)
-	res, ok := f.Charge(eng.Budgets(h.e.cfg.Budgets), st.name, st.code)
+	res, ok := f.Charge(eng.Budgets(h.e.cfg.Budgets), st.Name, st.Code)
 	if ok {
 		var req *eng.ApprovalRequest
 		res, req = h.dispatchOnce(ctx, f, st, call)
 		if req != nil {
 			res = h.approved(ctx, f, st, call, req)
 		}
-		res = f.Receive(eng.Budgets(h.e.cfg.Budgets), st.code, res)
+		res = f.Receive(eng.Budgets(h.e.cfg.Budgets), st.Code, res)
 	}
 	eng.EndObserved(oc, call, res)
 	return res
@@ -106,7 +104,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *eng.Block, st *surfaceTool
 	defer f.Leave()
 	exec := h.t.current()
 	if exec == nil {
-		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.code), nil
+		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.Code), nil
 	}
 	if id == "" {
 		id = f.NextCallID(exec.id)
@@ -128,7 +126,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *eng.Block, st *surfaceTool
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	timedOut := func() (transport.ToolResult, *eng.ApprovalRequest) {
-		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.code, eng.Seconds(limit)), nil
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.Code, eng.Seconds(limit)), nil
 	}
 	type outcome struct {
 		res transport.ToolResult
@@ -141,7 +139,7 @@ func (h handler) dispatchHeld(ctx context.Context, f *eng.Block, st *surfaceTool
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- outcome{res: transport.Errorf("ToolError", "tool %s panicked: %v", st.code, r)}
+				done <- outcome{res: transport.Errorf("ToolError", "tool %s panicked: %v", st.Code, r)}
 			}
 			ctl.finish(exec, &h.t.abandoned)
 		}()
@@ -212,13 +210,13 @@ const maxAbandonedCalls = 64
 // result; conf is the approval when it runs again. id is the call's
 // function call id.
 func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, id string, args map[string]any, ctl *callControl, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *eng.ApprovalRequest) {
-	args, naming, err := st.prepareArgs(args)
+	args, naming, err := st.PrepareArgs(args)
 	if err != nil {
 		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}, nil
 	}
-	c, err := e.chainFor(exec, st.code)
+	c, err := e.chainFor(exec, st.Code)
 	if err != nil {
-		return errorResult(st.name, err), nil
+		return errorResult(st.Name, err), nil
 	}
 	tc := newCallContext(ctx, exec, id, ctl)
 	var run agent.ToolContext = tc
@@ -228,62 +226,31 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	result, via, err := c.run(run, st, args)
 	eng.ObservedCall(ctx).AnsweredBy(via)
 	if refused := refusal(tc, st, result, err); refused != nil {
-		return errorResult(st.name, refused), nil
+		return errorResult(st.Name, refused), nil
 	}
 	if req, asked := confirmationRequest(tc, st, args); asked {
 		if conf != nil {
-			return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.code), nil
+			return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.Code), nil
 		}
 		return transport.ToolResult{}, req
 	}
 	if !tc.merge() {
-		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.code), nil
+		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout", st.Code), nil
 	}
 	if err != nil {
-		return errorResult(st.name, err), nil
+		return errorResult(st.Name, err), nil
 	}
 	return transport.ToolResult{Value: e.resultValue(ctx, exec, st, tc.id, naming, result)}, nil
-}
-
-// prepareArgs validates a call's arguments and takes out the ones that
-// name its saved result.
-func (st *surfaceTool) prepareArgs(args map[string]any) (map[string]any, resultNaming, error) {
-	var naming resultNaming
-	if args == nil {
-		args = map[string]any{}
-	}
-	if st.validator != nil {
-		if err := st.validator.Validate(args); err != nil {
-			var ve *schema.ValidationError
-			if errors.As(err, &ve) {
-				ve.Tool = st.code
-			}
-			return nil, naming, err
-		}
-	}
-	if !st.popName && !st.popDesc {
-		return args, naming, nil
-	}
-	args = maps.Clone(args)
-	if st.popName {
-		naming.name, _ = args[paramArtifactName].(string)
-		delete(args, paramArtifactName)
-	}
-	if st.popDesc {
-		naming.description, _ = args[paramArtifactDescription].(string)
-		delete(args, paramArtifactDescription)
-	}
-	return args, naming, nil
 }
 
 // refusal is the error for a call that asked for what code cannot
 // honour, or nil.
 func refusal(tc *callContext, st *surfaceTool, result map[string]any, err error) error {
 	if unsupported := unsupportedActions(tc); len(unsupported) > 0 {
-		return &UnsupportedToolActionError{Tool: st.code, Actions: unsupported}
+		return &UnsupportedToolActionError{Tool: st.Code, Actions: unsupported}
 	}
-	if err == nil && st.tool.IsLongRunning() && len(result) == 0 {
-		return &UnsupportedToolActionError{Tool: st.code, Actions: []string{"a long-running operation without an immediate result"}}
+	if err == nil && st.Tool.IsLongRunning() && len(result) == 0 {
+		return &UnsupportedToolActionError{Tool: st.Code, Actions: []string{"a long-running operation without an immediate result"}}
 	}
 	return nil
 }
@@ -292,15 +259,15 @@ func refusal(tc *callContext, st *surfaceTool, result map[string]any, err error)
 // tool's wrapper when it has one (a callback that returned another shape
 // is passed as it is), made JSON-safe, and saved as an artifact when the
 // tool's results are.
-func (e *engine) resultValue(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming resultNaming, result map[string]any) any {
+func (e *engine) resultValue(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming eng.ResultNaming, result map[string]any) any {
 	var value any = result
-	if st.resultKey != "" {
-		if v, ok := result[st.resultKey]; ok && len(result) == 1 {
+	if st.ResultKey != "" {
+		if v, ok := result[st.ResultKey]; ok && len(result) == 1 {
 			value = v
 		}
 	}
 	value = eng.JSONSafe(value)
-	if st.saveResult {
+	if st.SaveResult {
 		value = e.saveToolResult(ctx, exec, st, callID, naming, value)
 	}
 	return value

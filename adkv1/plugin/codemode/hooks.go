@@ -85,7 +85,7 @@ func runHooks(ctx agent.CallbackContext, s *surface, toolsets []requestProcessor
 		if slices.ContainsFunc(direct, func(d tool.Toolset) bool { return sameToolset(d, ts.set) }) {
 			continue
 		}
-		if slices.Contains(s.unavailable, ts.name) {
+		if slices.Contains(s.Unavailable, ts.name) {
 			continue // left out of this request: see resolve
 		}
 		if err := ts.proc.ProcessRequest(tc, req); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -75,7 +77,7 @@ func TestStubsDescribeWhatCodeReceives(t *testing.T) {
 		{"local_weather", "tools/local_weather.py", "-> dict[str, Any]:", "temp_c: float (required) - temperature in Celsius", "", map[string]any{"temp_c": 3.0}},
 		{"count", "tools/count.py", "-> int:", "", "result", int64(7)},
 	} {
-		stub := string(s.files[tc.file])
+		stub := string(s.Files[tc.file])
 		if !strings.Contains(stub, tc.annotation) {
 			t.Errorf("%s: stub lacks %q:\n%s", tc.path, tc.annotation, stub)
 		}
@@ -85,18 +87,18 @@ func TestStubsDescribeWhatCodeReceives(t *testing.T) {
 		if tc.returns == "" && strings.Contains(stub, "Returns:") {
 			t.Errorf("%s: a Returns section that only repeats the annotation:\n%s", tc.path, stub)
 		}
-		st := s.tools[tc.path]
-		if st.resultKey != tc.key {
-			t.Errorf("%s: result key %q, want %q", tc.path, st.resultKey, tc.key)
+		st := s.Tools[tc.path]
+		if st.ResultKey != tc.key {
+			t.Errorf("%s: result key %q, want %q", tc.path, st.ResultKey, tc.key)
 		}
-		res, err := st.tool.Run(fakeToolContext(t.Context()), map[string]any{"city": "Paris"})
+		res, err := st.Tool.Run(fakeToolContext(t.Context()), map[string]any{"city": "Paris"})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.path, err)
 		}
 		// What code gets: the tool's result taken out of its wrapper, as
 		// JSON decodes it.
 		var e engine
-		got := e.resultValue(t.Context(), &execCall{}, st, "", resultNaming{}, res)
+		got := e.resultValue(t.Context(), &execCall{}, st, "", eng.ResultNaming{}, res)
 		if diff := cmp.Diff(tc.code, got); diff != "" {
 			t.Errorf("%s: code gets (-want +got):\n%s", tc.path, diff)
 		}

@@ -11,12 +11,6 @@ import (
 	"google.golang.org/genai"
 )
 
-// resultNaming holds the artifact_name and artifact_description arguments
-// of one tool call.
-type resultNaming struct {
-	name, description string
-}
-
 // saveToolResult saves a tool call's result, already JSON-safe, and
 // returns what the code gets: the value itself, whatever its size (the
 // channel to the sandbox bounds it, and a result over that limit fails as
@@ -26,7 +20,7 @@ type resultNaming struct {
 // together when the block's execute_code call returns, as one tool-results
 // artifact. Without an artifact service, or when the save fails, nothing
 // is saved; the code gets the value all the same.
-func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming resultNaming, value any) any {
+func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surfaceTool, callID string, naming eng.ResultNaming, value any) any {
 	if !exec.hasArtifacts() {
 		return value
 	}
@@ -35,21 +29,21 @@ func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surface
 		return value
 	}
 	limit := e.cfg.LargeResultBytes
-	alone := naming.name != "" || (limit >= 0 && len(data) > limit)
-	r := ToolResult{Tool: st.name, CallID: callID, Name: naming.name, Description: naming.description, Result: data}
+	alone := naming.Name != "" || (limit >= 0 && len(data) > limit)
+	r := ToolResult{Tool: st.Name, CallID: callID, Name: naming.Name, Description: naming.Description, Result: data}
 	// A large result, or one saved under a name the code chose, is saved
 	// alone now; the others wait for the end of the block (see collect).
 	if !alone && exec.collect(ctx, r) {
 		return value
 	}
-	name := toolResultArtifactName(naming.name, st.name, callID)
+	name := toolResultArtifactName(naming.Name, st.Name, callID)
 	env, err := eng.MarshalJSON(r)
 	if err != nil {
 		return value
 	}
 	if _, err := exec.save(ctx, name, &genai.Part{InlineData: &genai.Blob{MIMEType: ToolResultMIMEType, Data: env}}); err != nil {
 		slog.Warn("codemode: a tool result was not saved as an artifact; check the artifact service",
-			"artifact", name, "tool", st.name, "err", err)
+			"artifact", name, "tool", st.Name, "err", err)
 	}
 	return value
 }
