@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync/atomic"
 
-	"github.com/adk-codemode/codemode/internal/both/observe"
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/adk/v2/agent"
@@ -54,7 +52,7 @@ var _ transport.ToolHandler = handler{}
 
 func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transport.ToolResult {
 	// While the block is paused for approval no execute_code call runs;
-	// the call waits for the block to resume (see [block.enter]).
+	// the call waits for the block to resume (see engine.Block.Enter).
 	f := h.t.currentBlock()
 	if f == nil {
 		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running; "+
@@ -68,138 +66,25 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 	if !ok {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
-	ctx, oc := f.Observed().StartToolCall(ctx, observe.ToolCallStart{Tool: st.Name, CodeName: st.Code, Description: st.Tool.Description(), Thread: call.Thread})
-	ctx = eng.WithObservedCall(ctx, oc)
-	res, ok := f.Charge(eng.Budgets(h.e.cfg.Budgets), st.Name, st.Code)
-	if ok {
-		var req *eng.ApprovalRequest
-		res, req = h.dispatchOnce(ctx, f, st, call)
-		if req != nil {
-			res = h.approved(ctx, f, st, call, req)
-		}
-		res = f.Receive(eng.Budgets(h.e.cfg.Budgets), st.Code, res)
-	}
-	eng.EndObserved(oc, call, res)
-	return res
+	return h.dispatch().Run(ctx, f, st, st.Tool.Description(), call)
 }
 
-// dispatchOnce runs one tool call while the block's execute_code call is
-// attached: it waits while the block is paused for approval, and counts
-// as a call in flight, so the block pauses only once it ends. It returns
-// the request when the tool asked for confirmation.
-func (h handler) dispatchOnce(ctx context.Context, f *eng.Block, st *surfaceTool, call transport.ToolCall) (transport.ToolResult, *eng.ApprovalRequest) {
-	if res, ok := f.Enter(ctx); !ok {
-		return res, nil
-	}
-	return h.dispatchHeld(ctx, f, st, call, "", nil)
-}
-
-// dispatchHeld is dispatchOnce for a call already counted in flight; it
-// ends the count. id and conf are the call's function call id and the
-// person's answer when it runs again after approval; a new call, with no
-// id, gets the block's next one.
-func (h handler) dispatchHeld(ctx context.Context, f *eng.Block, st *surfaceTool, call transport.ToolCall, id string, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *eng.ApprovalRequest) {
-	defer f.Leave()
-	exec := h.t.current()
-	if exec == nil {
-		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running", st.Code), nil
-	}
-	if id == "" {
-		id = f.NextCallID(exec.id)
-	}
-	eng.ObservedCall(ctx).SetCallID(id)
-	limit := h.e.cfg.ToolTimeout
-	if call.Timeout > 0 && (limit == 0 || call.Timeout < limit) {
-		limit = call.Timeout
-	}
-	ctl := &callControl{}
-	if limit <= 0 {
-		return h.e.callTool(ctx, exec, st, id, call.Args, ctl, conf)
-	}
-	// Abandoned calls still running count against the sandbox's bound on
-	// calls in flight, which no longer sees them.
-	if n := h.t.abandoned.Load(); n >= maxAbandonedCalls {
-		return transport.Errorf("ToolError", "too many tool calls still running on the host after their timeout (%d); wait for them to finish", n), nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	timedOut := func() (transport.ToolResult, *eng.ApprovalRequest) {
-		return transport.Errorf("TimeoutError", "tool %s exceeded its timeout of %s", st.Code, eng.Seconds(limit)), nil
-	}
-	type outcome struct {
-		res transport.ToolResult
-		req *eng.ApprovalRequest
-	}
-	// The call runs on its own goroutine so that the timeout holds even
-	// for a tool that does not watch its context; one abandoned at the
-	// timeout has its later effects dropped.
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- outcome{res: transport.Errorf("ToolError", "tool %s panicked: %v", st.Code, r)}
+// dispatch is how the engine runs the turn's tool calls from code.
+func (h handler) dispatch() eng.Dispatch[runnableTool, *execCall] {
+	return eng.Dispatch[runnableTool, *execCall]{
+		Budgets:     eng.Budgets(h.e.cfg.Budgets),
+		ToolTimeout: h.e.cfg.ToolTimeout,
+		Abandoned:   &h.t.abandoned,
+		Current: func() (*execCall, string, bool) {
+			exec := h.t.current()
+			if exec == nil {
+				return nil, "", false
 			}
-			ctl.finish(exec, &h.t.abandoned)
-		}()
-		res, req := h.e.callTool(ctx, exec, st, id, call.Args, ctl, conf)
-		done <- outcome{res, req}
-	}()
-	select {
-	case o := <-done:
-		if o.res.Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return timedOut()
-		}
-		return o.res, o.req
-	case <-ctx.Done():
-		if ctl.abandon(exec, &h.t.abandoned) {
-			return timedOut()
-		}
-		// The call completed meanwhile: its effects landed, so its
-		// result stands.
-		o := <-done
-		if o.res.Err != nil {
-			return timedOut()
-		}
-		return o.res, o.req
+			return exec, exec.id, true
+		},
+		Call: h.e.callTool,
 	}
 }
-
-// callControl is the fate of one tool call from code: abandoned at its
-// timeout, or completed (its effects merged). Guarded by the execute_code
-// call's mu.
-type callControl struct {
-	abandoned bool
-	completed bool
-}
-
-// abandon marks the call abandoned unless it completed first, and says
-// whether it did.
-func (c *callControl) abandon(exec *execCall, running *atomic.Int64) bool {
-	exec.mu.Lock()
-	defer exec.mu.Unlock()
-	if c.completed {
-		return false
-	}
-	c.abandoned = true
-	running.Add(1)
-	return true
-}
-
-// finish marks the call's goroutine done: no longer counted as abandoned
-// and running, or completed if it was not abandoned.
-func (c *callControl) finish(exec *execCall, running *atomic.Int64) {
-	exec.mu.Lock()
-	defer exec.mu.Unlock()
-	if c.abandoned {
-		running.Add(-1)
-	} else {
-		c.completed = true
-	}
-}
-
-// maxAbandonedCalls bounds the tool calls of one turn that still run on
-// the host after their timeout.
-const maxAbandonedCalls = 64
 
 // callTool runs one tool call from code the way ADK's flow runs a direct
 // one: arguments validated, then the tool through its callbacks ([chain]),
@@ -207,7 +92,7 @@ const maxAbandonedCalls = 64
 // A call that asked for confirmation returns the request instead of a
 // result; conf is the approval when it runs again. id is the call's
 // function call id.
-func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, id string, args map[string]any, ctl *callControl, conf *toolconfirmation.ToolConfirmation) (transport.ToolResult, *eng.ApprovalRequest) {
+func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, id string, args map[string]any, ctl *eng.CallControl, conf *eng.Confirmation) (transport.ToolResult, *eng.ApprovalRequest) {
 	args, naming, err := st.PrepareArgs(args)
 	if err != nil {
 		return transport.ToolResult{Err: &transport.ToolError{Type: "ValidationError", Message: err.Error()}}, nil
@@ -219,7 +104,8 @@ func (e *engine) callTool(ctx context.Context, exec *execCall, st *surfaceTool, 
 	tc := newCallContext(ctx, exec, id, ctl)
 	var run agent.Context = tc
 	if conf != nil {
-		run = confirmedContext{callContext: tc, conf: conf}
+		answer := toolconfirmation.ToolConfirmation(*conf)
+		run = confirmedContext{callContext: tc, conf: &answer}
 	}
 	result, via, err := c.run(run, st, args)
 	eng.ObservedCall(ctx).AnsweredBy(via)

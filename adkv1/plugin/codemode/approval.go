@@ -3,14 +3,11 @@
 package codemode
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"time"
 
-	"github.com/adk-codemode/codemode/internal/both/observe"
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/genai"
@@ -19,8 +16,6 @@ import (
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/toolconfirmation"
-
-	"github.com/adk-codemode/codemode/transport"
 )
 
 // Approval from code.
@@ -80,38 +75,6 @@ type confirmedContext struct {
 }
 
 func (c confirmedContext) ToolConfirmation() *toolconfirmation.ToolConfirmation { return c.conf }
-
-// approved waits for the answer to req, then runs the call again with it
-// or raises ToolDeniedError.
-func (h handler) approved(ctx context.Context, f *eng.Block, st *surfaceTool, call transport.ToolCall, req *eng.ApprovalRequest) transport.ToolResult {
-	oc := eng.ObservedCall(ctx)
-	oc.ApprovalAsked()
-	asked := time.Now()
-	conf, res, ok := f.Ask(ctx, req)
-	switch {
-	case !ok:
-		oc.ApprovalAnswered(observe.Unanswered, time.Since(asked))
-		return res
-	case conf.Confirmed:
-		oc.ApprovalAnswered(observe.Approved, time.Since(asked))
-	default:
-		oc.ApprovalAnswered(observe.Declined, time.Since(asked))
-	}
-	// The answer came with a place among the calls in flight (see
-	// [engine.resume]), so the block cannot pause again before this call
-	// has run.
-	if !conf.Confirmed {
-		f.Leave()
-		return transport.ToolResult{Err: &transport.ToolError{Type: eng.DeniedType,
-			Message: fmt.Sprintf("tool %s was not run: the person asked to approve the call declined it", st.Code)}}
-	}
-	answer := toolconfirmation.ToolConfirmation(*conf)
-	res, again := h.dispatchHeld(ctx, f, st, call, req.CallID, &answer)
-	if again != nil {
-		return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.Code)
-	}
-	return res
-}
 
 // parkedBlock is a block paused for approval, held past its invocation
 // (engine.Parked).

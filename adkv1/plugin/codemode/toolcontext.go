@@ -12,6 +12,8 @@ import (
 
 	"google.golang.org/genai"
 
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
+
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/artifact"
 	"google.golang.org/adk/session"
@@ -56,13 +58,13 @@ func (c *execCall) save(ctx context.Context, name string, part *genai.Part) (*ar
 
 // saveFor is save for the tool call ctl, refused once the call was
 // abandoned at its timeout.
-func (c *execCall) saveFor(ctx context.Context, ctl *callControl, name string, part *genai.Part) (*artifact.SaveResponse, error) {
+func (c *execCall) saveFor(ctx context.Context, ctl *eng.CallControl, name string, part *genai.Part) (*artifact.SaveResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errCallEnded
 	}
-	if ctl != nil && ctl.abandoned {
+	if ctl != nil && ctl.Abandoned() {
 		return nil, errCallAbandoned
 	}
 	a := artifactsOf(c.parent)
@@ -101,16 +103,16 @@ type callContext struct {
 	agent.ToolContext // the execute_code call's context, for values and identity
 	run               context.Context
 	exec              *execCall
-	ctl               *callControl
+	ctl               *eng.CallControl
 	id                string
 	actions           *session.EventActions
 }
 
 var _ agent.ToolContext = (*callContext)(nil)
 
-func newCallContext(run context.Context, exec *execCall, id string, ctl *callControl) *callContext {
+func newCallContext(run context.Context, exec *execCall, id string, ctl *eng.CallControl) *callContext {
 	if ctl == nil {
-		ctl = &callControl{}
+		ctl = &eng.CallControl{}
 	}
 	return &callContext{
 		ToolContext: exec.parent,
@@ -223,25 +225,22 @@ func (a callArtifacts) LoadVersion(ctx context.Context, name string, version int
 // checked before and never merged. It reports false, merging nothing, for
 // a call abandoned at its timeout; otherwise the call counts as completed.
 func (c *callContext) merge() bool {
-	c.exec.mu.Lock()
-	defer c.exec.mu.Unlock()
-	if c.ctl.abandoned {
-		return false
-	}
-	c.ctl.completed = true
-	if c.exec.closed {
-		return true
-	}
-	st := c.exec.parent.State()
-	for k, v := range c.actions.StateDelta {
-		_ = st.Set(k, v)
-	}
-	pa := c.exec.parent.Actions()
-	for k, v := range c.actions.ArtifactDelta {
-		if pa.ArtifactDelta == nil {
-			pa.ArtifactDelta = map[string]int64{}
+	return c.ctl.Complete(func() {
+		c.exec.mu.Lock()
+		defer c.exec.mu.Unlock()
+		if c.exec.closed {
+			return
 		}
-		pa.ArtifactDelta[k] = max(pa.ArtifactDelta[k], v)
-	}
-	return true
+		st := c.exec.parent.State()
+		for k, v := range c.actions.StateDelta {
+			_ = st.Set(k, v)
+		}
+		pa := c.exec.parent.Actions()
+		for k, v := range c.actions.ArtifactDelta {
+			if pa.ArtifactDelta == nil {
+				pa.ArtifactDelta = map[string]int64{}
+			}
+			pa.ArtifactDelta[k] = max(pa.ArtifactDelta[k], v)
+		}
+	})
 }
