@@ -82,7 +82,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCompileValidator$$' -fuzztime $(FUZZTIME) ./schema
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONString$$' -fuzztime $(FUZZTIME) ./render
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderStubs$$' -fuzztime $(FUZZTIME) ./render
-	$(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
+	$(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./internal/host/engine
 	$(GO) test -run '^$$' -fuzz '^FuzzNeutralise$$' -fuzztime $(FUZZTIME) ./internal/host/engine
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./openapi
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/protocol/wire
@@ -96,7 +96,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEgress$$' -fuzztime $(FUZZTIME) ./internal/protocol/wsproto
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME) ./internal/sandbox/supervisor
 	$(GO) test -run '^$$' -fuzz '^FuzzReadStatus$$' -fuzztime $(FUZZTIME) ./backend/jail
-	cd adkv1 && $(GO) test -run '^$$' -fuzz '^FuzzWorkspaceArtifactName$$' -fuzztime $(FUZZTIME) ./plugin/codemode
 
 ## golden: rewrite every golden file after an intended change (review the diff!): each package with an -update flag (the API listing in api/ too), then the generated adkv1 copies
 golden:

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
+
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/v2/agent"
@@ -682,7 +684,7 @@ print("done")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rs) == 0 || name != toolResultsArtifactName(rs[0].CallID) {
+		if len(rs) == 0 || name != eng.ToolResultsArtifactName(rs[0].CallID) {
 			t.Errorf("artifact %s holds %d results, want at least one, named after the first", name, len(rs))
 		}
 		for _, r := range rs {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/v2/agent"
@@ -135,8 +136,8 @@ func saveArtifact(ctx agent.Context, a agent.Artifacts, args map[string]any) (an
 	if mimeType == "" {
 		mimeType = "application/octet-stream"
 	}
-	if isToolResultMIME(mimeType) {
-		return nil, &ArtifactNameError{Name: name, Reason: "the MIME type " + baseMIME(mimeType) + " is reserved for tool results; choose another, such as application/json"}
+	if eng.IsToolResultMIME(mimeType) {
+		return nil, &ArtifactNameError{Name: name, Reason: "the MIME type " + eng.BaseMIME(mimeType) + " is reserved for tool results; choose another, such as application/json"}
 	}
 	var data []byte
 	if isTextMIME(mimeType) {
@@ -251,17 +252,11 @@ func intArg(v any) (int, error) {
 	return 0, fmt.Errorf("%T is not a version number", v)
 }
 
-// baseMIME is the MIME type without parameters, lower-cased.
-func baseMIME(t string) string {
-	t, _, _ = strings.Cut(t, ";")
-	return strings.ToLower(strings.TrimSpace(t))
-}
-
 // isTextMIME says whether content of MIME type t is text: text/*,
 // application/json, application/xml, application/javascript, and any
 // +json or +xml type. An empty type is not text.
 func isTextMIME(t string) bool {
-	t = baseMIME(t)
+	t = eng.BaseMIME(t)
 	switch {
 	case t == "":
 		return false

@@ -73,7 +73,7 @@ func (c *execCall) flushResults(ctx context.Context) {
 // is logged, since a host that forwards results misses the block's.
 func saveResults(ctx context.Context, exec *execCall, list []ToolResult) {
 	sort.SliceStable(list, func(i, j int) bool { return callNumber(list[i].CallID) < callNumber(list[j].CallID) })
-	name := toolResultsArtifactName(list[0].CallID)
+	name := eng.ToolResultsArtifactName(list[0].CallID)
 	data, err := eng.MarshalJSON(toolResults{Results: list})
 	if err == nil {
 		part := &genai.Part{InlineData: &genai.Blob{MIMEType: ToolResultsMIMEType, Data: data}}
@@ -93,14 +93,4 @@ func callNumber(callID string) int {
 		return 0
 	}
 	return n
-}
-
-// toolResultsArtifactName names the tool results of a block, or of the
-// part of one, after its first call: codemode-tool-results-<call>.json.
-func toolResultsArtifactName(firstCallID string) string {
-	stem := nameStem(strings.TrimPrefix(firstCallID, ReservedPrefix))
-	if stem == "" {
-		stem = "call"
-	}
-	return ReservedPrefix + "tool-results-" + stem + ".json"
 }

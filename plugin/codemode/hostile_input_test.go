@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
+
 	"google.golang.org/genai"
 
 	"google.golang.org/adk/v2/agent"
@@ -201,9 +203,9 @@ func TestFileNotesBoundedAndNeutralised(t *testing.T) {
 // that never answers the read held execute_code, and with it every later
 // call of the invocation, for ever.
 func TestOutputFileReadIsBounded(t *testing.T) {
-	old := outputFilesTimeout
-	outputFilesTimeout = 300 * time.Millisecond
-	defer func() { outputFilesTimeout = old }()
+	old := eng.OutputFilesTimeout
+	eng.OutputFilesTimeout = 300 * time.Millisecond
+	defer func() { eng.OutputFilesTimeout = old }()
 
 	b := &fixedBackend{
 		res: transport.Result{Stdout: "ok\n", Files: []transport.File{{Path: "a.txt"}, {Path: "b.txt"}}},
@@ -348,12 +350,12 @@ func TestRetryOnFreshSandboxSaysStateIsGone(t *testing.T) {
 // reserved namespace, e.g. the auto-generated name of another call's result.
 func TestArtifactNameCannotTakeReservedName(t *testing.T) {
 	for _, given := range []string{"codemode-tool-get_weather-call-1-1", "codemode-stdout-x", "__codemode-x"} {
-		name := toolResultArtifactName(given, "get_weather", "codemode-call-1-2")
+		name := eng.ToolResultArtifactName(given, "get_weather", "codemode-call-1-2")
 		if strings.HasPrefix(name, ReservedPrefix) {
 			t.Errorf("artifact_name %q gives the reserved name %q", given, name)
 		}
 	}
-	if got := toolResultArtifactName("My Report!", "t", "codemode-c-1"); got != "My_Report.json" {
+	if got := eng.ToolResultArtifactName("My Report!", "t", "codemode-c-1"); got != "My_Report.json" {
 		t.Errorf("artifact_name %q gives %q, want My_Report.json", "My Report!", got)
 	}
 }

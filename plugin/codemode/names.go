@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
 	"google.golang.org/genai"
 )
@@ -28,7 +29,7 @@ import (
 // results pass 8 MiB saves them in more than one such artifact. Names
 // that start with ReservedPrefix belong to Code Mode: save_artifact
 // refuses them, and a workspace file is never saved under one.
-const ReservedPrefix = "codemode-"
+const ReservedPrefix = eng.ReservedPrefix
 
 // ToolResultMIMEType is the MIME type of an artifact that holds one tool
 // result: one the code named with artifact_name, or one over
@@ -38,12 +39,12 @@ const ReservedPrefix = "codemode-"
 // tool results apart: save_artifact refuses both, and a workspace file is
 // never given either, so only the host saves them. [ReadToolResults]
 // reads both.
-const ToolResultMIMEType = "application/vnd.codemode.tool-result+json"
+const ToolResultMIMEType = eng.ToolResultMIMEType
 
 // ToolResultsMIMEType is the MIME type of an artifact that holds the other
 // tool results of a block, in call order. The data is a JSON object whose
 // "results" member is an array of [ToolResult].
-const ToolResultsMIMEType = "application/vnd.codemode.tool-results+json"
+const ToolResultsMIMEType = eng.ToolResultsMIMEType
 
 // ToolResult is one tool result saved by Code Mode.
 type ToolResult struct {
@@ -64,14 +65,7 @@ type ToolResult struct {
 // service, holds tool results saved by Code Mode: one
 // ([ToolResultMIMEType]) or a block's ([ToolResultsMIMEType]).
 func IsToolResultArtifact(part *genai.Part) bool {
-	return part != nil && part.InlineData != nil && isToolResultMIME(part.InlineData.MIMEType)
-}
-
-// isToolResultMIME says whether mimeType, parameters aside, is one of the
-// types reserved for tool results.
-func isToolResultMIME(mimeType string) bool {
-	t := baseMIME(mimeType)
-	return t == ToolResultMIMEType || t == ToolResultsMIMEType
+	return part != nil && part.InlineData != nil && eng.IsToolResultMIME(part.InlineData.MIMEType)
 }
 
 // ErrNotToolResult is returned by ReadToolResults for any other artifact.
@@ -84,7 +78,7 @@ func ReadToolResults(part *genai.Part) ([]ToolResult, error) {
 	if !IsToolResultArtifact(part) {
 		return nil, ErrNotToolResult
 	}
-	if baseMIME(part.InlineData.MIMEType) == ToolResultMIMEType {
+	if eng.BaseMIME(part.InlineData.MIMEType) == ToolResultMIMEType {
 		var r ToolResult
 		if err := json.Unmarshal(part.InlineData.Data, &r); err != nil {
 			return nil, fmt.Errorf("codemode: decode a tool result: %w", err)
@@ -106,115 +100,9 @@ func ReadToolResults(part *genai.Part) ([]ToolResult, error) {
 // first letter written "%63". A top-level file with none of these
 // characters keeps its name: "report.csv" is saved as "report.csv",
 // "out/b.bin" as "out%2Fb.bin".
-func WorkspaceArtifactName(path string) string {
-	var b strings.Builder
-	for i := 0; i < len(path); i++ {
-		switch c := path[i]; c {
-		case '%', '/', '\\', ':':
-			fmt.Fprintf(&b, "%%%02X", c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	s := b.String()
-	if strings.HasPrefix(s, ReservedPrefix) {
-		s = "%63" + s[1:]
-	}
-	return s
-}
+func WorkspaceArtifactName(path string) string { return eng.WorkspaceArtifactName(path) }
 
 // WorkspacePath returns the workspace path of an artifact name made by
 // [WorkspaceArtifactName]. It reports false for a name that no workspace
 // path gives.
-func WorkspacePath(name string) (string, bool) {
-	if strings.HasPrefix(name, ReservedPrefix) {
-		return "", false
-	}
-	var b strings.Builder
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '/' || c == '\\' || c == ':':
-			return "", false
-		case c != '%':
-			b.WriteByte(c)
-			continue
-		}
-		if i+2 >= len(name) {
-			return "", false
-		}
-		switch name[i+1 : i+3] {
-		case "25":
-			b.WriteByte('%')
-		case "2F":
-			b.WriteByte('/')
-		case "5C":
-			b.WriteByte('\\')
-		case "3A":
-			b.WriteByte(':')
-		case "63":
-			if i != 0 {
-				return "", false
-			}
-			b.WriteByte('c')
-		default:
-			return "", false
-		}
-		i += 2
-	}
-	p := b.String()
-	if p == "" || WorkspaceArtifactName(p) != name {
-		return "", false
-	}
-	return p, true
-}
-
-// nameStem reduces s to a piece of an artifact name: runs of characters
-// outside [A-Za-z0-9_.-] become "_", and "._-" are trimmed from both ends.
-func nameStem(s string) string {
-	var b strings.Builder
-	under := false
-	for _, r := range s {
-		ok := r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
-		if ok {
-			b.WriteRune(r)
-			under = false
-		} else if !under {
-			b.WriteByte('_')
-			under = true
-		}
-	}
-	return strings.Trim(b.String(), "._-")
-}
-
-// streamArtifactName names the saved full text of a cut stream.
-func streamArtifactName(stream, callID string) string {
-	id := nameStem(callID)
-	if id == "" {
-		id = "call"
-	}
-	return ReservedPrefix + stream + "-" + id + ".txt"
-}
-
-// toolResultArtifactName names a tool result: the artifact_name argument
-// when given (with "_" before it if it would start with ReservedPrefix),
-// else codemode-tool-<tool>-<call>.
-func toolResultArtifactName(given, toolName, callID string) string {
-	if given != "" {
-		stem := nameStem(strings.TrimSuffix(given, ".json"))
-		if stem == "" {
-			stem = "tool_result"
-		}
-		if strings.HasPrefix(stem, ReservedPrefix) {
-			// The code may not choose a name of Code Mode's own, such as
-			// the generated name of another call's result.
-			stem = "_" + stem
-		}
-		return stem + ".json"
-	}
-	stem := nameStem(toolName)
-	if stem == "" {
-		stem = "tool"
-	}
-	return ReservedPrefix + "tool-" + stem + "-" + nameStem(strings.TrimPrefix(callID, ReservedPrefix)) + ".json"
-}
+func WorkspacePath(name string) (string, bool) { return eng.WorkspacePath(name) }

@@ -95,7 +95,7 @@ func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *eng.Blo
 	tn.mu.Unlock()
 	if !e.parked.Park(p, announce) {
 		tn.shutdown()
-		return nil, result("", "The code was stopped: the plugin was closed while it awaited approval.", nil)
+		return nil, eng.Result("", "The code was stopped: the plugin was closed while it awaited approval.", nil)
 	}
 	if announce {
 		// Under the call's lock: tool calls still finishing write to the
@@ -174,7 +174,7 @@ func pausedResult(req *eng.ApprovalRequest, next string) map[string]any {
 	if next != "" {
 		msg = fmt.Sprintf("The code paused again at its call of %s, which asks a person for approval; the request is made as execute_code call %s, and the code continues when they answer.", req.Tool, next)
 	}
-	out := result("", "", nil)
+	out := eng.Result("", "", nil)
 	pending := map[string]any{"tool": req.Tool, "hint": req.Conf.Hint, "message": msg}
 	if args, ok := eng.BoundedArgs(req.Args); ok {
 		pending["args"] = args
@@ -191,7 +191,7 @@ func (e *engine) resume(ctx agent.ToolContext, conf *toolconfirmation.ToolConfir
 		return nil, err
 	}
 	if p == nil {
-		return e.withNotices(ctx, result("", e.parked.Unknown(sessionKey(ctx), ctx.FunctionCallID()), nil)), nil
+		return e.withNotices(ctx, eng.Result("", e.parked.Unknown(sessionKey(ctx), ctx.FunctionCallID()), nil)), nil
 	}
 	tn := p.Turn
 	e.adopt(ctx.InvocationID(), tn)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
 
@@ -68,7 +70,7 @@ print("ok")`), say("done"))
 		evs := f.turn(t.Context(), "s1", "go")
 		wantClean(t, outputs(evs)[0])
 		ev, execID := execEvent(t, evs)
-		block := toolResultsArtifactName(fmt.Sprintf("codemode-%s-1", execID))
+		block := eng.ToolResultsArtifactName(fmt.Sprintf("codemode-%s-1", execID))
 		got := readResultArtifacts(t, svc, "s1")
 		if len(got) != 2 || got["kept.json"] == nil || got[block] == nil {
 			t.Fatalf("tool-result artifacts %v, want kept.json and %s", slices.Sorted(maps.Keys(got)), block)
@@ -132,8 +134,8 @@ print("ok")`), say("done"))
 			}
 		}
 		want := map[string][]string{
-			toolResultsArtifactName(id(1)): {id(1), id(2)},
-			toolResultsArtifactName(id(3)): {id(3), id(4)},
+			eng.ToolResultsArtifactName(id(1)): {id(1), id(2)},
+			eng.ToolResultsArtifactName(id(3)): {id(3), id(4)},
 		}
 		if diff := cmp.Diff(want, parts); diff != "" {
 			t.Errorf("call ids by artifact (-want +got):\n%s", diff)

@@ -36,7 +36,7 @@ func (e *engine) saveToolResult(ctx context.Context, exec *execCall, st *surface
 	if !alone && exec.collect(ctx, r) {
 		return value
 	}
-	name := toolResultArtifactName(naming.Name, st.Name, callID)
+	name := eng.ToolResultArtifactName(naming.Name, st.Name, callID)
 	env, err := eng.MarshalJSON(r)
 	if err != nil {
 		return value

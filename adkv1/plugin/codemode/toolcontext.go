@@ -96,6 +96,15 @@ func (c *execCall) saveFor(ctx context.Context, ctl *eng.CallControl, name strin
 // hasArtifacts says whether the execute_code call can save artifacts.
 func (c *execCall) hasArtifacts() bool { return artifactsOf(c.parent) != nil }
 
+// Enabled and Save are the execute_code call's artifacts as the engine
+// saves a block's files and cut streams (engine.Artifacts).
+func (c *execCall) Enabled() bool { return c.hasArtifacts() }
+
+func (c *execCall) Save(ctx context.Context, name string, part *genai.Part) error {
+	_, err := c.save(ctx, name, part)
+	return err
+}
+
 // callContext is the ADK tool context of one tool call made from code. It
 // reads through to the execute_code call's context, keeps its own actions,
 // and is merged back into execute_code's actions when the call finishes.

@@ -15,17 +15,19 @@
 //     that are gone; what the person is asked (ApprovalRequest.Confirmation);
 //   - the tool surface of an invocation (Surface): the catalog, the tools
 //     package, lookup by the names code uses, the parameters that name a
-//     saved result, argument validation;
-//   - what the model reads of a block's output (bounded to a limit, with
-//     its head and tail, and neutralised so that it cannot pass for the
-//     system, the user or a tool result), values made safe for JSON, the
+//     saved result, argument validation; and the dispatch of a tool call
+//     from code (Dispatch: budgets, timeouts, approvals);
+//   - what the model reads of a block's output (Output: bounded to a
+//     limit, with its head and tail, and neutralised so that it cannot
+//     pass for the system, the user or a tool result; a cut stream and the
+//     changed files saved as artifacts, by the names Code Mode gives
+//     them), values made safe for JSON, the
 //     text of a tool's error as the sandbox gets it (no host stack or
 //     paths), the once-per-tool report of argument validation, the sandbox
 //     environment shown in the <code-mode> block, what a block spends of
 //     its budgets, and how blocks and tool calls ended, for their spans
 //     and audit records.
 //
-// The turns, the dispatch of a tool call from code and the results are to
-// move here behind one small interface to ADK's tool calls, leaving the
-// adapters their hooks, tool contexts and callback chain.
+// The turns and the saving of tool results are to move here too, leaving
+// the adapters their hooks, tool contexts and callback chain.
 package engine
