@@ -199,7 +199,7 @@ func (e *engine) resume(ctx agent.Context, conf *toolconfirmation.ToolConfirmati
 	tn.begin(exec)
 	defer tn.end(exec)
 	defer e.reportArtifacts(ctx, exec)
-	defer exec.flushResults(ctx)
+	defer exec.results.Flush(ctx, exec)
 	p.Block.Answer(eng.Confirmation(*conf))
 	return e.settle(ctx, tn, exec, p.Block, true)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	eng "github.com/adk-codemode/codemode/internal/host/engine"
+
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/tool"
 )
@@ -53,9 +55,9 @@ func BenchmarkToolResultArtifacts(b *testing.B) {
 	for _, mode := range []string{"per-call", "per-block", "off"} {
 		b.Run(mode, func(b *testing.B) {
 			if mode == "per-call" {
-				old := maxPendingResultBytes
-				maxPendingResultBytes = 0
-				b.Cleanup(func() { maxPendingResultBytes = old })
+				old := eng.MaxPendingResultBytes
+				eng.MaxPendingResultBytes = 0
+				b.Cleanup(func() { eng.MaxPendingResultBytes = old })
 			}
 			fc := fixtureConfig{cfg: Config{Tools: []tool.Tool{bigTool(b)}}}
 			var svc *costedArtifacts

@@ -111,9 +111,9 @@ print("ok")`), say("done"))
 	t.Run("early flush", func(t *testing.T) {
 		// Each result below counts about 170 bytes (its JSON, tool name
 		// and call id): two pass the bound, one does not.
-		old := maxPendingResultBytes
-		maxPendingResultBytes = 250
-		t.Cleanup(func() { maxPendingResultBytes = old })
+		old := eng.MaxPendingResultBytes
+		eng.MaxPendingResultBytes = 250
+		t.Cleanup(func() { eng.MaxPendingResultBytes = old })
 		svc := artifact.InMemoryService()
 		m := newScript().on("go", run(`from tools import fetch_report
 for i in range(4):

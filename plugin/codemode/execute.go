@@ -68,7 +68,7 @@ func (t *execTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	// the hook sees what the event records.
 	defer e.reportArtifacts(ctx, exec)
 	// The block's tool results are saved before they are reported.
-	defer exec.flushResults(ctx)
+	defer exec.results.Flush(ctx, exec)
 	// The surface is resolved on the turn the call runs on: a turn looked
 	// up again could be another one, created after this one was released.
 	if _, err := e.surfaceOf(ctx, tn, withArtifacts(ctx)); err != nil {

@@ -2,8 +2,6 @@ package codemode
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
 
@@ -69,27 +67,21 @@ func IsToolResultArtifact(part *genai.Part) bool {
 }
 
 // ErrNotToolResult is returned by ReadToolResults for any other artifact.
-var ErrNotToolResult = errors.New("codemode: not a tool-result artifact")
+var ErrNotToolResult = eng.ErrNotToolResult
 
 // ReadToolResults decodes a tool-result artifact of either kind: the
 // results of a block, in call order, or the one result of an artifact
 // that holds one.
 func ReadToolResults(part *genai.Part) ([]ToolResult, error) {
-	if !IsToolResultArtifact(part) {
-		return nil, ErrNotToolResult
+	rs, err := eng.ReadToolResults(part)
+	if err != nil {
+		return nil, err
 	}
-	if eng.BaseMIME(part.InlineData.MIMEType) == ToolResultMIMEType {
-		var r ToolResult
-		if err := json.Unmarshal(part.InlineData.Data, &r); err != nil {
-			return nil, fmt.Errorf("codemode: decode a tool result: %w", err)
-		}
-		return []ToolResult{r}, nil
+	out := make([]ToolResult, len(rs))
+	for i, r := range rs {
+		out[i] = ToolResult(r)
 	}
-	var rs toolResults
-	if err := json.Unmarshal(part.InlineData.Data, &rs); err != nil {
-		return nil, fmt.Errorf("codemode: decode tool results: %w", err)
-	}
-	return rs.Results, nil
+	return out, nil
 }
 
 // WorkspaceArtifactName returns the artifact name of a workspace file, by

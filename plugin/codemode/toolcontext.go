@@ -29,8 +29,9 @@ type execCall struct {
 	mu     sync.Mutex
 	closed bool             // the execute_code call returned; late effects are dropped
 	delta  map[string]int64 // artifacts saved during the call: name → highest version
-	// pending are the tool results saved together when the call returns.
-	pending pendingResults
+	// results are the tool results of the call's blocks, saved as
+	// artifacts.
+	results eng.Results
 }
 
 // errCallEnded refuses effects that arrive after execute_code returned.

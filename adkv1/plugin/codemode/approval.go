@@ -201,7 +201,7 @@ func (e *engine) resume(ctx agent.ToolContext, conf *toolconfirmation.ToolConfir
 	tn.begin(exec)
 	defer tn.end(exec)
 	defer e.reportArtifacts(ctx, exec)
-	defer exec.flushResults(ctx)
+	defer exec.results.Flush(ctx, exec)
 	p.Block.Answer(eng.Confirmation(*conf))
 	return e.settle(ctx, tn, exec, p.Block, true)
 }

@@ -21,13 +21,14 @@
 //     limit, with its head and tail, and neutralised so that it cannot
 //     pass for the system, the user or a tool result; a cut stream and the
 //     changed files saved as artifacts, by the names Code Mode gives
-//     them), values made safe for JSON, the
+//     them) and the tool results saved as artifacts (Results), values
+//     made safe for JSON, the
 //     text of a tool's error as the sandbox gets it (no host stack or
 //     paths), the once-per-tool report of argument validation, the sandbox
 //     environment shown in the <code-mode> block, what a block spends of
 //     its budgets, and how blocks and tool calls ended, for their spans
 //     and audit records.
 //
-// The turns and the saving of tool results are to move here too, leaving
+// The turns are to move here too, leaving
 // the adapters their hooks, tool contexts and callback chain.
 package engine
