@@ -29,6 +29,6 @@
 //     its budgets, and how blocks and tool calls ended, for their spans
 //     and audit records.
 //
-// The turns are to move here too, leaving
-// the adapters their hooks, tool contexts and callback chain.
+// The turns are to move here too, leaving the adapters their hooks, tool
+// contexts and callback chain.
 package engine
