@@ -187,8 +187,9 @@ func (b *Backend) ServeSession(ctx context.Context, stream io.ReadWriteCloser, f
 		_ = conn.Write(&wire.ErrorFrame{Message: err.Error()})
 		return err
 	}
-	// The session is served until it ends: its start is over once the
-	// jail is set up.
+	// The session is served until it ends, with no step between its
+	// worker's start and its end to hook: the next spare is forked once
+	// the jail is set up, while the worker starts.
 	st.onStart = st.started
 	err = launch.ServeLaunched(ctx, conn, st, cfg)
 	if err != nil && st.cmd != nil {

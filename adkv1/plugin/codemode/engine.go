@@ -241,6 +241,8 @@ func (e *engine) release(invocation string) {
 
 // close is hookSet.Close.
 func (e *engine) close() error {
+	// First: from now on no block is parked, and none is resumed.
+	e.parked.Close()
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -251,7 +253,6 @@ func (e *engine) close() error {
 	e.turns = map[string]*turn{}
 	stop, done := e.reaperStop, e.reaperDone
 	e.mu.Unlock()
-	e.parked.Close()
 	if stop != nil {
 		close(stop)
 		<-done

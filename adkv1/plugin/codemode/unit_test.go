@@ -5,6 +5,7 @@ package codemode
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -113,6 +114,26 @@ func TestVersionMismatchDiscardsTurn(t *testing.T) {
 	}
 	if b.closed != 1 {
 		t.Errorf("closed %d sandboxes, want 1", b.closed)
+	}
+}
+
+// TestLostSandboxTellsTheModel: a sandbox lost while the code may have
+// run reaches the model as execute_code's result, not as a tool error:
+// stderr says what may have happened, and the sandbox is dropped.
+func TestLostSandboxTellsTheModel(t *testing.T) {
+	b := &scriptedBackend{errs: []error{&transport.ConnectionError{Stage: transport.Unknown, Err: errors.New("socket closed")}}}
+	h, err := newAgentHooks(Config{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	got, err := h.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": "x"})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	stderr, _ := got["stderr"].(string)
+	if got["stdout"] != "" || !strings.Contains(stderr, "It may or may not have run") || b.opened != 1 || b.closed != 1 {
+		t.Errorf("result %v after %d opened and %d closed sandboxes; want the model told the code may have run, once, and the sandbox dropped", got, b.opened, b.closed)
 	}
 }
 

@@ -76,12 +76,13 @@ func TestRunBlockClasses(t *testing.T) {
 		errs       []error
 		wantStdout string
 		wantStage  string // the LostError's, or "" for none
+		wantMsg    string // in what the model is told
 		wantOpened int
 	}{
-		{"not run is retried once", []error{conn(transport.NotRun)}, "ran x", "", 2},
-		{"not run twice", []error{conn(transport.NotRun), conn(transport.NotRun)}, "", "not_run", 2},
-		{"unknown is not retried", []error{conn(transport.Unknown)}, "", "unknown", 1},
-		{"ran is not retried", []error{conn(transport.Ran)}, "", "ran", 1},
+		{"not run is retried once", []error{conn(transport.NotRun)}, "ran x", "", "", 2},
+		{"not run twice", []error{conn(transport.NotRun), conn(transport.NotRun)}, "", "not_run", "could not be reached, so the code did not run", 2},
+		{"unknown is not retried", []error{conn(transport.Unknown)}, "", "unknown", "It may or may not have run", 1},
+		{"ran is not retried", []error{conn(transport.Ran)}, "", "ran", "The code ran, but the connection to the sandbox was lost", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sb := &fakeSandbox{errs: tc.errs}
@@ -92,8 +93,8 @@ func TestRunBlockClasses(t *testing.T) {
 				t.Fatalf("RunBlock: %v", err)
 			case tc.wantStage == "" && res.Stdout != tc.wantStdout:
 				t.Errorf("stdout %q, want %q", res.Stdout, tc.wantStdout)
-			case tc.wantStage != "" && (!errors.As(err, &le) || le.Stage != tc.wantStage || le.Msg == ""):
-				t.Errorf("err = %v, want a LostError of stage %s with a message for the model", err, tc.wantStage)
+			case tc.wantStage != "" && (!errors.As(err, &le) || le.Stage != tc.wantStage || !strings.Contains(le.Msg, tc.wantMsg)):
+				t.Errorf("err = %v, want a LostError of stage %s telling the model %q", err, tc.wantStage, tc.wantMsg)
 			}
 			if sb.opened != tc.wantOpened || sb.discarded != len(tc.errs) {
 				t.Errorf("opened %d, discarded %d sandboxes; want %d and %d", sb.opened, sb.discarded, tc.wantOpened, len(tc.errs))
@@ -197,9 +198,9 @@ func TestBlockPausesForApproval(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var attached *Block // set before the block's goroutine starts
 			f := Launch{
-				Code: "delete('a')", Timeout: 300 * time.Millisecond,
+				Code: "delete('a')", Timeout: 500 * time.Millisecond,
 				Attach: func(b *Block) { attached = b },
-				Run:    approvalRun(func() *Block { return attached }, 100*time.Millisecond),
+				Run:    approvalRun(func() *Block { return attached }, 10*time.Millisecond),
 			}.Start(t.Context())
 			req := f.Follow(t.Context())
 			if req == nil || req.Tool != "delete_file" || req.CallID != "codemode-exec-1-1" || req.Code != "delete('a')" || req.Conf.Hint != "sure?" || req.Conf.Confirmed {
@@ -212,7 +213,7 @@ func TestBlockPausesForApproval(t *testing.T) {
 				t.Errorf("a call while paused: %+v, %v; want it held, then cancelled", res, ok)
 			}
 			// Longer than the run time allowed: the wait does not count.
-			time.Sleep(400 * time.Millisecond)
+			time.Sleep(700 * time.Millisecond)
 			f.Answer(Confirmation{Confirmed: tc.confirm})
 			if again := f.Follow(t.Context()); again != nil {
 				t.Fatalf("the block paused again at %+v", again)

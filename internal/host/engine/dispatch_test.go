@@ -56,10 +56,10 @@ func testDispatch(exec *fakeExec, call func(ctx context.Context, st *SurfaceTool
 // landing later are dropped, and it counts as abandoned until it returns.
 func TestDispatchTimeout(t *testing.T) {
 	exec := &fakeExec{}
-	returned := make(chan struct{})
+	release, returned := make(chan struct{}), make(chan struct{})
 	d := testDispatch(exec, func(ctx context.Context, st *SurfaceTool[string], id string, ctl *CallControl, _ *Confirmation) (transport.ToolResult, *ApprovalRequest) {
 		defer close(returned)
-		time.Sleep(300 * time.Millisecond) // a tool that does not watch ctx
+		<-release // a tool that does not watch ctx
 		if !ctl.Complete(func() { exec.land("late") }) {
 			return transport.Errorf("TimeoutError", "abandoned"), nil
 		}
@@ -74,6 +74,7 @@ func TestDispatchTimeout(t *testing.T) {
 	if n := d.Abandoned.Load(); n != 1 {
 		t.Errorf("%d calls abandoned while the tool runs, want 1", n)
 	}
+	close(release)
 	<-returned
 	for deadline := time.Now().Add(10 * time.Second); d.Abandoned.Load() != 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
