@@ -53,13 +53,13 @@ var _ transport.ToolHandler = handler{}
 func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transport.ToolResult {
 	// While the block is paused for approval no execute_code call runs;
 	// the call waits for the block to resume (see engine.Block.Enter).
-	f := h.t.currentBlock()
+	f := h.t.CurrentBlock()
 	if f == nil {
 		return transport.Errorf("ToolError", "tool %s was called while no execute_code call is running; "+
 			"tools can only be called while the code that calls them runs", call.Name)
 	}
-	s := h.t.surface()
-	if s == nil {
+	s, ok := h.t.Surface()
+	if !ok {
 		return transport.Errorf("ToolNotFound", "no tool named %q", call.Name)
 	}
 	st, ok := s.Lookup(call.Name)
@@ -74,10 +74,10 @@ func (h handler) dispatch() eng.Dispatch[runnableTool, *execCall] {
 	return eng.Dispatch[runnableTool, *execCall]{
 		Budgets:     eng.Budgets(h.e.cfg.Budgets),
 		ToolTimeout: h.e.cfg.ToolTimeout,
-		Abandoned:   &h.t.abandoned,
+		Abandoned:   &h.t.Abandoned,
 		Current: func() (*execCall, string, bool) {
-			exec := h.t.current()
-			if exec == nil {
+			exec, ok := h.t.Current()
+			if !ok {
 				return nil, "", false
 			}
 			return exec, exec.id, true

@@ -3,7 +3,6 @@ package codemode
 import (
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/adk-codemode/codemode/internal/both/observe"
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
@@ -36,49 +35,22 @@ type engine struct {
 	ownBackend   interface{ Close() error } // the default backend, made by the engine; closed with it
 	obs          *observe.Observer
 
-	mu         sync.Mutex
-	turns      map[string]*turn  // by invocation id
-	roots      map[string]string // invocation id → root agent name
-	closed     bool
-	reaperStop chan struct{}
+	turns *eng.Turns[*surface, *execCall] // by invocation id, with the idle reaper
+
+	mu    sync.Mutex
+	roots map[string]string // invocation id → root agent name
 	// Blocks paused for approval (see approval.go), and messages for the
 	// model about blocks that are gone.
-	parked     *eng.Parked[*turn]
-	reaperDone chan struct{}
+	parked *eng.Parked[*turn]
 }
 
 // turnFor returns the turn of an invocation, creating it.
-func (e *engine) turnFor(id string) (*turn, error) {
-	return e.getTurn(id, false)
-}
+func (e *engine) turnFor(id string) (*turn, error) { return e.turns.Get(id) }
 
 // acquire returns the turn of an invocation, creating it, marked in use so
 // that the idle reaper leaves it alone; the caller must end the use (see
 // execTool.Run).
-func (e *engine) acquire(id string) (*turn, error) {
-	return e.getTurn(id, true)
-}
-
-func (e *engine) getTurn(id string, use bool) (*turn, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil, ErrClosed
-	}
-	t := e.turns[id]
-	if t == nil {
-		t = &turn{id: id, lastUsed: time.Now()}
-		e.turns[id] = t
-		e.startReaperLocked()
-	}
-	if use {
-		// Under e.mu, which the reaper holds while it looks at inUse.
-		t.mu.Lock()
-		t.inUse++
-		t.mu.Unlock()
-	}
-	return t, nil
-}
+func (e *engine) acquire(id string) (*turn, error) { return e.turns.Acquire(id) }
 
 // prepare is the before-model hook.
 func (e *engine) prepare(ctx agent.Context, req *model.LLMRequest) error {
@@ -139,26 +111,23 @@ func (e *engine) surfaceFor(ctx agent.ReadonlyContext, art bool) (*surface, erro
 // toolset of it is unavailable and the turn has not opened its sandbox,
 // whose tools package is written from the surface when it opens.
 func (e *engine) surfaceOf(ctx agent.ReadonlyContext, t *turn, art bool) (*surface, error) {
-	if s, final := t.settledSurface(); final {
+	if s, final := t.SettledSurface(missingToolsets); final {
 		return s, nil
 	}
 	if st := e.static[index(art)]; st != nil {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		t.surf = st
-		return t.surf, nil
+		t.SetSurface(st)
+		return st, nil
 	}
 	s, err := resolve(ctx, e.bare, e.toolsets, e.cfg.surfaceOptions(art), e.cfg.StrictToolsets)
 	if err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.surf == nil || len(t.surf.Unavailable) > 0 && t.sess == nil {
-		t.surf = s
-	}
-	return t.surf, nil
+	return t.SettleSurface(s, missingToolsets), nil
 }
+
+// missingToolsets says whether s lacks a toolset that failed to list its
+// tools, so that a turn that has not opened its sandbox resolves it again.
+func missingToolsets(s *surface) bool { return len(s.Unavailable) > 0 }
 
 // appendInstruction appends text to the request's system instruction,
 // separated from what is there by a blank line.
@@ -227,84 +196,17 @@ func (e *engine) clearRoot(invocation string) {
 // release ends an invocation's turn and closes its sandbox. It is a no-op
 // for an unknown invocation. A call still running keeps the sandbox until
 // it returns.
-func (e *engine) release(invocation string) {
-	e.mu.Lock()
-	t := e.turns[invocation]
-	delete(e.turns, invocation)
-	e.mu.Unlock()
-	if t != nil {
-		t.release()
-	}
-}
+func (e *engine) release(invocation string) { e.turns.Release(invocation) }
 
 // close is hookSet.Close.
 func (e *engine) close() error {
 	// First: from now on no block is parked, and none is resumed.
 	e.parked.Close()
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	if !e.turns.Close() {
 		return nil
 	}
-	e.closed = true
-	turns := e.turns
-	e.turns = map[string]*turn{}
-	stop, done := e.reaperStop, e.reaperDone
-	e.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
-	var wg sync.WaitGroup
-	for _, t := range turns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t.shutdown()
-		}()
-	}
-	wg.Wait()
 	if e.ownBackend != nil {
 		return e.ownBackend.Close()
 	}
 	return nil
-}
-
-// startReaperLocked starts the idle reaper once; e.mu is held.
-func (e *engine) startReaperLocked() {
-	if e.reaperStop != nil {
-		return
-	}
-	e.reaperStop, e.reaperDone = make(chan struct{}), make(chan struct{})
-	every := min(e.cfg.IdleTimeout/2, 30*time.Second)
-	every = max(every, 50*time.Millisecond)
-	go e.reap(every, e.reaperStop, e.reaperDone)
-}
-
-// reap closes the turns that have been idle longer than the idle timeout.
-func (e *engine) reap(every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-tick.C:
-			var idle []*turn
-			e.mu.Lock()
-			for id, t := range e.turns {
-				t.mu.Lock()
-				if t.inUse == 0 && now.Sub(t.lastUsed) > e.cfg.IdleTimeout {
-					idle = append(idle, t)
-					delete(e.turns, id)
-				}
-				t.mu.Unlock()
-			}
-			e.mu.Unlock()
-			for _, t := range idle {
-				t.release()
-			}
-		}
-	}
 }

@@ -61,8 +61,8 @@ func (t *execTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 		return nil, err
 	}
 	exec := &execCall{parent: ctx, id: ctx.FunctionCallID()}
-	tn.begin(exec)
-	defer tn.end(exec)
+	tn.Begin(exec)
+	defer tn.End(exec, func() { exec.end() })
 	// First on every way out (tool calls may have saved artifacts before
 	// a lost connection): no save is accepted once the delta is taken, so
 	// the hook sees what the event records.
@@ -74,10 +74,10 @@ func (t *execTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	if _, err := e.surfaceOf(ctx, tn, withArtifacts(ctx)); err != nil {
 		return nil, err
 	}
-	if tn.awaitingApproval() {
+	if tn.AwaitingApproval() {
 		return e.withNotices(ctx, eng.Result("", msgBusy, nil)), nil
 	}
-	if limit := e.cfg.Budgets.blocksPerTurn(); limit > 0 && !tn.countBlock(limit) {
+	if limit := e.cfg.Budgets.blocksPerTurn(); limit > 0 && !tn.CountBlock(limit) {
 		return e.withNotices(ctx, eng.Result("", fmt.Sprintf(msgBlocksPerTurn, limit), nil)), nil
 	}
 	f := e.launch(ctx, tn, code, observe.Identity{
@@ -140,12 +140,8 @@ func (s turnSandbox) Session(ctx context.Context) (transport.Session, bool, erro
 	return s.e.session(ctx, s.tn)
 }
 
-func (s turnSandbox) Discard(sess transport.Session) { s.tn.discard(sess) }
+func (s turnSandbox) Discard(sess transport.Session) { s.tn.Discard(sess) }
 
 func (s turnSandbox) Closed() bool { return s.e.isClosed() }
 
-func (e *engine) isClosed() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closed
-}
+func (e *engine) isClosed() bool { return e.turns.Closed() }

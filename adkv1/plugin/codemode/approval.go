@@ -90,11 +90,9 @@ func sessionKey(ctx agent.ReadonlyContext) string {
 func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *eng.Block, req *eng.ApprovalRequest, exec *execCall) (*parkedBlock, map[string]any) {
 	announce := exec != nil
 	p := &parkedBlock{Session: sessionKey(ctx), CallID: callID, Turn: tn, Block: f, Req: req}
-	tn.mu.Lock()
-	tn.parked = p
-	tn.mu.Unlock()
+	tn.Park(p)
 	if !e.parked.Park(p, announce) {
-		tn.shutdown()
+		tn.Shutdown()
 		return nil, eng.Result("", "The code was stopped: the plugin was closed while it awaited approval.", nil)
 	}
 	if announce {
@@ -194,45 +192,16 @@ func (e *engine) resume(ctx agent.ToolContext, conf *toolconfirmation.ToolConfir
 		return e.withNotices(ctx, eng.Result("", e.parked.Unknown(sessionKey(ctx), ctx.FunctionCallID()), nil)), nil
 	}
 	tn := p.Turn
-	e.adopt(ctx.InvocationID(), tn)
+	e.turns.Adopt(ctx.InvocationID(), tn)
 	// ADK's span of this execute_code call links to the block it resumes.
 	p.Block.Observed().LinkFrom(ctx)
 	exec := &execCall{parent: ctx, id: ctx.FunctionCallID()}
-	tn.begin(exec)
-	defer tn.end(exec)
+	tn.Begin(exec)
+	defer tn.End(exec, func() { exec.end() })
 	defer e.reportArtifacts(ctx, exec)
 	defer exec.results.Flush(ctx, exec)
 	p.Block.Answer(eng.Confirmation(*conf))
 	return e.settle(ctx, tn, exec, p.Block, true)
-}
-
-// adopt makes the parked turn tn the turn of the invocation that resumes
-// it, so that later blocks of that invocation share its variables; when
-// the invocation has a turn already, tn closes once its block ends.
-func (e *engine) adopt(invocation string, tn *turn) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	own := e.turns[invocation] == nil && !e.closed
-	if own {
-		e.turns[invocation] = tn
-		e.startReaperLocked()
-	}
-	tn.mu.Lock()
-	defer tn.mu.Unlock()
-	tn.parked = nil
-	tn.inUse++
-	if own {
-		tn.id, tn.released = invocation, false
-	} else {
-		tn.released = true
-	}
-}
-
-// awaitingApproval says whether a block of the turn is parked.
-func (t *turn) awaitingApproval() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.parked != nil
 }
 
 // msgBusy is the result of code sent while a block of the same turn awaits

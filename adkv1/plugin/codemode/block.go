@@ -29,7 +29,7 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.I
 	return eng.Launch{
 		Code: code, Identity: id, Observer: e.obs, Backend: e.cfg.Backend.Name(),
 		Timeout: e.cfg.Timeout, Grace: e.cfg.Grace,
-		Attach: tn.setBlock,
+		Attach: tn.SetBlock,
 		Run: func(ctx context.Context, blk transport.Block, clock *eng.RunClock) (*transport.Result, transport.Session, error) {
 			return eng.RunBlock(ctx, turnSandbox{e, tn}, eng.Budgets(e.cfg.Budgets), blk, clock)
 		},
@@ -39,13 +39,11 @@ func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.I
 // interrupt stops the block the invocation runs, if any, with cause, as
 // its timeout would (see hooklink.Interrupt).
 func (e *engine) interrupt(invocation string, cause error) bool {
-	e.mu.Lock()
-	tn := e.turns[invocation]
-	e.mu.Unlock()
+	tn := e.turns.Lookup(invocation)
 	if tn == nil {
 		return false
 	}
-	f := tn.currentBlock()
+	f := tn.CurrentBlock()
 	if f == nil {
 		return false
 	}
@@ -64,7 +62,7 @@ func (e *engine) settle(ctx agent.ToolContext, tn *turn, exec *execCall, f *eng.
 		_, out := e.park(ctx, tn, exec.id, f, req, exec)
 		return e.withNotices(ctx, out), nil
 	}
-	tn.setBlock(nil)
+	tn.SetBlock(nil)
 	res, sess, err := f.Outcome()
 	out, err := e.finish(ctx, exec, res, sess, err)
 	if err != nil {

@@ -80,7 +80,7 @@ func (e *engine) budgetAnswer(invocation string) *model.LLMResponse {
 	if err != nil {
 		return nil
 	}
-	models, refused := t.modelCall()
+	models, refused := t.ModelCall()
 	var text string
 	switch limit := e.cfg.Budgets.ModelCallsPerTurn; {
 	case limit > 0 && models > limit:

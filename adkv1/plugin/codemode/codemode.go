@@ -143,9 +143,9 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 			TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 			AuditLog: cfg.AuditLog, RecordCode: cfg.TraceCode,
 		}),
-		turns:  map[string]*turn{},
+		turns:  eng.NewTurns[*surface, *execCall](cfg.IdleTimeout),
 		roots:  map[string]string{},
-		parked: eng.NewParked(cfg.ApprovalTimeout, (*turn).shutdown),
+		parked: eng.NewParked(cfg.ApprovalTimeout, (*turn).Shutdown),
 	}
 	for _, ts := range v.toolsets {
 		if rp, ok := ts.set.(requestProcessor); ok {

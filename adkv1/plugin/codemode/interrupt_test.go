@@ -138,11 +138,9 @@ func TestInterruptWhileTheSandboxStarts(t *testing.T) {
 
 // inFlight lists the turns of e with a block in flight.
 func inFlight(e *engine) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	var ids []string
-	for id, tn := range e.turns {
-		if tn.currentBlock() != nil {
+	for id, tn := range e.turns.All() {
+		if tn.CurrentBlock() != nil {
 			ids = append(ids, id)
 		}
 	}

@@ -4,6 +4,11 @@
 // ADK package (the layering test holds it to that).
 //
 // It holds, so far:
+//   - the turns (Turns, Turn): one per invocation, with its surface and its
+//     sandbox, opened on first use and closed by the release rule (once
+//     released, when nothing uses it and no block of it awaits approval),
+//     a parked turn adopted by the invocation that resumes it, and the
+//     reaper of idle turns;
 //   - a block's lifecycle (Launch, Block): the code runs on a goroutine of
 //     its own, pauses between tool calls at a request for a person's
 //     approval, resumes with the answer, and is bounded by a run clock
@@ -29,6 +34,6 @@
 //     its budgets, and how blocks and tool calls ended, for their spans
 //     and audit records.
 //
-// The turns are to move here too, leaving the adapters their hooks, tool
-// contexts and callback chain.
+// The adapters keep what is ADK's: their hooks, tool contexts, the callback
+// chain, the actions and events a result goes on, and Config.
 package engine
