@@ -16,29 +16,26 @@ import (
 	oas "github.com/adk-codemode/codemode/openapi"
 )
 
-// These are package github.com/adk-codemode/codemode/openapi's, where the
-// document is read and its operations are called, with no ADK; this
-// package makes them ADK tools.
+// These are the types of package github.com/adk-codemode/codemode/openapi
+// (imported here as oas), where the document is read and its operations
+// are called, with no ADK; its documentation has their fields. This
+// package makes the operations ADK tools.
 type (
 	// Config says which document to load, which of its operations become
-	// tools and how they are called: see [oas.Config].
+	// tools and how they are called.
 	Config = oas.Config
-	// Credential is one security scheme's credentials: see
-	// [oas.Credential].
+	// Credential is one security scheme's credentials.
 	Credential = oas.Credential
-	// Operation describes an operation, for Config.Include and the
-	// report: see [oas.Operation].
+	// Operation describes an operation, for Config.Include and the report.
 	Operation = oas.Operation
-	// Report says what building the toolset changed or left out: see
-	// [oas.Report].
+	// Report says what building the toolset changed or left out.
 	Report = oas.Report
 	// Rename is a tool whose name differs from what its operation asked
-	// for: see [oas.Rename].
+	// for.
 	Rename = oas.Rename
-	// DocumentError is a document that cannot be used, at a JSON pointer:
-	// see [oas.DocumentError].
+	// DocumentError is a document that cannot be used, at a JSON pointer.
 	DocumentError = oas.DocumentError
-	// StatusError is a response outside 2xx: see [oas.StatusError].
+	// StatusError is a response outside 2xx.
 	StatusError = oas.StatusError
 )
 
@@ -51,7 +48,7 @@ const (
 )
 
 // ErrNoServerURL is what the error of [New] wraps when an operation has no
-// absolute server URL and Config.BaseURL is empty: see [oas.ErrNoServerURL].
+// absolute server URL and Config.BaseURL is empty.
 var ErrNoServerURL = oas.ErrNoServerURL
 
 // Toolset is an ADK tool.Toolset with one tool per operation of an
@@ -127,7 +124,7 @@ func (t *opTool) ProcessRequest(_ agent.ToolContext, req *model.LLMRequest) erro
 }
 
 // Run sends the operation's request built from args and returns the
-// response body, as [oas.Op.Call] does. A status outside 2xx is a
+// response body, as the core package's Op.Call does. A status outside 2xx is a
 // *StatusError.
 func (t *opTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
 	return t.Call(ctx, args)
