@@ -462,7 +462,8 @@ func TestSpareForkedAfterTheStart(t *testing.T) {
 	})
 	sessionOf(t, be).Close()
 	z, _ := templatePython(t, cfg)
-	for deadline := time.Now().Add(30 * time.Second); len(z.spare) == 0; time.Sleep(5 * time.Millisecond) {
+	// The spare is there and its refill has finished, flag and all.
+	for deadline := time.Now().Add(30 * time.Second); len(z.spare) == 0 || z.refilling.Load(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the template forked no spare after a session's start")
 		}
