@@ -24,7 +24,6 @@ type Turn[S any, X comparable] struct {
 	Abandoned atomic.Int64
 
 	mu       sync.Mutex // guards the fields below
-	id       string
 	surf     S
 	hasSurf  bool
 	sess     transport.Session
@@ -271,7 +270,7 @@ func (r *Turns[S, X]) get(id string, use bool) (*Turn[S, X], error) {
 	}
 	t := r.turns[id]
 	if t == nil {
-		t = &Turn[S, X]{id: id, lastUsed: time.Now()}
+		t = &Turn[S, X]{lastUsed: time.Now()}
 		r.turns[id] = t
 		r.startReaperLocked()
 	}
@@ -334,11 +333,7 @@ func (r *Turns[S, X]) Adopt(id string, t *Turn[S, X]) {
 	defer t.mu.Unlock()
 	t.parked = nil
 	t.inUse++
-	if own {
-		t.id, t.released = id, false
-	} else {
-		t.released = true
-	}
+	t.released = !own
 }
 
 // Close shuts every turn down and stops the reaper; later turns are
