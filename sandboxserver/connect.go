@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/adk-codemode/codemode/internal/host/connect"
 	"github.com/adk-codemode/codemode/internal/protocol/wire"
 	"github.com/adk-codemode/codemode/internal/protocol/wsproto"
 	"github.com/adk-codemode/codemode/transport"
@@ -52,62 +52,26 @@ type ConnectOptions struct {
 // so: frames are bounded and decoded strictly, and a stream that breaks
 // the protocol ends the session.
 func Connect(ctx context.Context, stream io.ReadWriteCloser, cfg transport.SessionConfig, opts ConnectOptions) (transport.Session, error) {
-	w := io.Writer(stream)
-	var sent chan error
+	var preamble []byte
 	if opts.SendFiles {
-		// The files go while the server's first frame is read: a server
-		// that does not take them answers before it has read them all,
-		// and says why. The session's own frames wait for them.
-		var preamble bytes.Buffer
-		if err := wsproto.WriteFilesPreamble(&preamble, cfg.Files, wsproto.FileLimits{}); err != nil {
+		var buf bytes.Buffer
+		if err := wsproto.WriteFilesPreamble(&buf, cfg.Files, wsproto.FileLimits{}); err != nil {
 			_ = stream.Close()
 			if opts.OnClose != nil {
 				_ = opts.OnClose()
 			}
 			return nil, fmt.Errorf("sandboxserver: the session's files: %w", err)
 		}
-		sent = make(chan error, 1)
-		go func() {
-			_, err := stream.Write(preamble.Bytes())
-			sent <- err
-			close(sent)
-		}()
-		w = &afterFiles{w: stream, sent: sent}
+		preamble = buf.Bytes()
 	}
-	conn := wire.NewConn(stream, w, stream, wire.MaxFrameSize)
-	s, err := wire.NewClient(ctx, conn, cfg, wire.ClientOptions{ReadyTimeout: opts.ReadyTimeout, Logger: opts.Logger, OnClose: opts.OnClose})
+	s, err := connect.Stream(ctx, stream, stream, stream, cfg, connect.Options{
+		Preamble: preamble, ReadyTimeout: opts.ReadyTimeout, Logger: opts.Logger, OnClose: opts.OnClose,
+	})
 	if err != nil {
 		if !opts.SendFiles && errors.Is(err, wire.ErrNotReady) {
 			err = fmt.Errorf("%w (a server started with --files-over-stdin reads the session's files first: set ConnectOptions.SendFiles)", err)
 		}
-		if sent != nil {
-			// NewClient closed the stream, which ends a write still
-			// blocked on it (a stream that does not is not waited for).
-			select {
-			case werr := <-sent:
-				if werr != nil {
-					err = fmt.Errorf("%w (sending the session's files: %w)", err, werr)
-				}
-			case <-time.After(time.Second):
-			}
-		}
 		return nil, fmt.Errorf("sandboxserver: %w", err)
 	}
 	return s, nil
-}
-
-// afterFiles holds the session's frames until the files preamble is sent.
-type afterFiles struct {
-	w    io.Writer
-	sent chan error
-	err  error
-	once sync.Once
-}
-
-func (a *afterFiles) Write(p []byte) (int, error) {
-	a.once.Do(func() { a.err = <-a.sent })
-	if a.err != nil {
-		return 0, fmt.Errorf("sandboxserver: the session's files did not reach the server: %w", a.err)
-	}
-	return a.w.Write(p)
 }

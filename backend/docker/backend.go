@@ -6,13 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/adk-codemode/codemode/internal/both/observe"
-	"go.opentelemetry.io/otel/attribute"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/adk-codemode/codemode/internal/both/observe"
+	"github.com/adk-codemode/codemode/internal/host/connect"
+	"go.opentelemetry.io/otel/attribute"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -233,13 +235,8 @@ func (b *Backend) attach(ctx context.Context, c *box, preamble []byte, scfg tran
 		}
 		stdoutW.CloseWithError(err)
 	}()
-	stream := &attached{hj: hj}
-	if _, err := hj.Conn.Write(preamble); err != nil {
-		_ = stream.Close()
-		return nil, fmt.Errorf("docker: send the session's files to the container: %w%s", err, tailOf(stderr))
-	}
-	conn := wire.NewConn(stdout, hj.Conn, stream, wire.MaxFrameSize)
-	s, err := wire.NewClient(ctx, conn, scfg, wire.ClientOptions{
+	s, err := connect.Stream(ctx, stdout, hj.Conn, &attached{hj: hj}, scfg, connect.Options{
+		Preamble:     preamble,
 		ReadyTimeout: b.cfg.ReadyTimeout,
 		Logger:       b.cfg.Logger,
 		OnClose: func() error {
@@ -248,7 +245,6 @@ func (b *Backend) attach(ctx context.Context, c *box, preamble []byte, scfg tran
 		},
 	})
 	if err != nil {
-		conn.Close()
 		return nil, fmt.Errorf("docker: the sandbox in container %s did not start: %w%s", shortID(c.id), err, tailOf(stderr))
 	}
 	return s, nil

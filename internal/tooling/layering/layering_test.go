@@ -63,6 +63,7 @@ var layers = map[string]int{
 	"internal/host/engine":              25,
 	"sandboxserver":                     60,
 	"internal/host/launch":              60,
+	"internal/host/connect":             70,
 	"internal/both/server":              70,
 	"transport/transporttest":           70,
 	"internal/testsupport/sessionbench": 80,
