@@ -166,3 +166,17 @@ type builtinTool struct{}
 func (builtinTool) Name() string        { return "google_search" }
 func (builtinTool) Description() string { return "" }
 func (builtinTool) IsLongRunning() bool { return false }
+
+func TestClosedPluginRefusesCode(t *testing.T) {
+	h, err := newAgentHooks(Config{Backend: failingBackend{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.e.tool[1].Run(fakeToolContext(t.Context()), map[string]any{"code": "print(1)"})
+	if !errors.Is(err, ErrClosed) {
+		t.Errorf("Run after Close: %v, want ErrClosed", err)
+	}
+}

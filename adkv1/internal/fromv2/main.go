@@ -88,6 +88,7 @@ var callbackContexts = []edit{
 	{file: "plugin/codemode/hooks_test.go", old: "type fakeCallbackContext struct{ agent.Context }"},
 	{file: "plugin/codemode/artifacts_test.go", old: "OnArtifactsSaved: func(ctx agent.Context,"},
 	{file: "plugin/codemode/blockresults_test.go", old: "OnArtifactsSaved: func(_ agent.Context,"},
+	{file: "plugin/codemode/suite_test.go", old: "cfg.OnArtifactsSaved = func(_ agent.Context,"},
 }
 
 // edits are the v1 API differences the general rewrites do not cover,

@@ -66,6 +66,7 @@ var layers = map[string]int{
 	"internal/host/connect":             70,
 	"internal/both/server":              70,
 	"transport/transporttest":           70,
+	"internal/testsupport/adksuite":     45,
 	"internal/testsupport/sessionbench": 80,
 	"internal/testsupport/escapeprobe":  80,
 	"internal/protocol/wsproto":         70,

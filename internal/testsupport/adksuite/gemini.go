@@ -1,0 +1,4 @@
+package adksuite
+
+// geminiTests are filled in as the plugin's tests move here.
+var geminiTests = []test{}
