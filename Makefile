@@ -13,15 +13,11 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 # tested by make test and tidied by make tidy.
 MODULES ?= . adkv1
 
-.PHONY: demo demo-v1 test lint fmt vet bench evidence fuzz golden tidy build soak image generate release
+.PHONY: demo test lint fmt vet bench evidence fuzz golden tidy build soak image generate release
 
 ## demo: run the demo agent (ADK Go v2; scripted model unless GOOGLE_API_KEY is set)
 demo:
 	$(GO) run ./cmd/codemode-demo
-
-## demo-v1: the same demo on ADK Go v1
-demo-v1:
-	cd adkv1 && $(GO) run ./cmd/codemode-demo
 
 ## test: format check, vet, and every test of every module with the race detector
 test: lint

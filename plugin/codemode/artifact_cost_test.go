@@ -3,14 +3,18 @@ package codemode
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 
+	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 )
 
 // costedArtifacts is an artifact service that counts its writes and the
@@ -49,8 +53,8 @@ print(total)`
 // upstream saves one artifact per call), and "off" without an artifact
 // service. It reports the writes and KiB written per turn.
 func BenchmarkToolResultArtifacts(b *testing.B) {
-	script := func() *scriptedModel {
-		return newScript().on("go", run(costTurnBlock), run(costTurnBlock), run(costTurnBlock), say("done"))
+	script := func() *adksuite.Script {
+		return adksuite.NewScript().On("go", adksuite.Exec(costTurnBlock), adksuite.Exec(costTurnBlock), adksuite.Exec(costTurnBlock), adksuite.Say("done"))
 	}
 	for _, mode := range []string{"per-call", "per-block", "off"} {
 		b.Run(mode, func(b *testing.B) {
@@ -89,4 +93,19 @@ func BenchmarkToolResultArtifacts(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(turns), "ms/turn")
 		})
 	}
+}
+
+// bigTool returns {"body": "x" * size}.
+func bigTool(t testing.TB) tool.Tool {
+	t.Helper()
+	big, err := functiontool.New(functiontool.Config{Name: "fetch_report", Description: "Fetch a report."},
+		func(_ agent.Context, a struct {
+			Size int `json:"size"`
+		}) (map[string]any, error) {
+			return map[string]any{"body": strings.Repeat("x", a.Size)}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return big
 }

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/adk-codemode/codemode/backend/jail"
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 	"github.com/adk-codemode/codemode/internal/testsupport/sessionbench"
 	"github.com/adk-codemode/codemode/render"
 	"github.com/adk-codemode/codemode/transport"
+	"google.golang.org/adk/v2/tool"
 )
 
 // BenchmarkJailColdStartInADKProgram is BenchmarkSessionColdStart of
@@ -106,4 +108,32 @@ func BenchmarkSearchInSandbox(b *testing.B) {
 	b.ReportMetric(float64(sessionbench.Median(times).Microseconds())/1000, "search-median-ms")
 	b.ReportMetric(float64(load.Microseconds())/1000, "index-load-ms")
 	b.ReportMetric(float64(len(s.Files[render.DiscoveryIndex]))/1024, "index-KiB")
+}
+
+// catalogSize is the size of GitHub's REST API as an OpenAPI toolset.
+const catalogSize = adksuite.CatalogSize
+
+// catalogCall is one call of a tool of the synthetic catalog.
+type catalogCall struct {
+	Path string
+	Args map[string]any
+}
+
+// syntheticCatalog returns the suite's catalog of n tools modelled on
+// GitHub's REST API (adksuite.Catalog) as this line's toolsets, one per
+// namespace; calls records every call.
+func syntheticCatalog(n int, mu *sync.Mutex, calls *[]catalogCall) []tool.Toolset {
+	var out []tool.Toolset
+	for _, ts := range adksuite.Catalog(n, func(path string, args map[string]any) {
+		mu.Lock()
+		*calls = append(*calls, catalogCall{Path: path, Args: args})
+		mu.Unlock()
+	}) {
+		var tools []tool.Tool
+		for _, st := range ts.Tools {
+			tools = append(tools, &declaredTool{decl: st.Declaration, run: st.Run})
+		}
+		out = append(out, staticToolset{name: ts.Name, tools: tools})
+	}
+	return out
 }

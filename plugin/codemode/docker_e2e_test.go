@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/adk-codemode/codemode/backend/docker"
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
@@ -32,12 +33,12 @@ func TestTurnThroughDockerBackend(t *testing.T) {
 	if _, err := b.Enforced(ctx); err != nil {
 		hostcap.Missing(t, hostcap.Docker, err)
 	}
-	m := newScript().on("weather?",
-		run(`from tools import get_weather, convert_temperature
+	m := adksuite.NewScript().On("weather?",
+		adksuite.Exec(`from tools import get_weather, convert_temperature
 w = get_weather(city="Paris")
 f = convert_temperature(value=w["temp_c"], unit="F")
 print(w["city"], w["temp_c"], f["value"])`),
-		say("done"))
+		adksuite.Say("done"))
 	f := newFixture(t, m, fixtureConfig{cfg: Config{Tools: weatherTools(t), Backend: b}})
 	out := outputs(f.turn(t.Context(), "s1", "weather?"))
 	want := []map[string]any{{"stdout": "Paris 18 64.4\n", "stderr": "", "output_files": []string{}}}

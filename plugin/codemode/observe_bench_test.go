@@ -17,6 +17,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 	"github.com/adk-codemode/codemode/internal/testsupport/sessionbench"
 )
 
@@ -60,7 +61,7 @@ print((time.perf_counter_ns() - t) // 200)`
 		b.Run(c.name, func(b *testing.B) {
 			cfg := c.cfg
 			cfg.Tools = []tool.Tool{noop}
-			m := newScript().on("go", run(code), say("ok"))
+			m := adksuite.NewScript().On("go", adksuite.Exec(code), adksuite.Say("ok"))
 			f := newFixture(b, m, fixtureConfig{cfg: cfg})
 			var per []time.Duration
 			for b.Loop() {
@@ -80,14 +81,14 @@ print((time.perf_counter_ns() - t) // 200)`
 // runner, with observability off and on; block-µs is the turn's time per
 // block (the turn's sandbox start included, the same on both sides).
 func BenchmarkObservedWarmBlock(b *testing.B) {
-	steps := make([]step, 0, 41)
+	steps := make([]adksuite.Step, 0, 41)
 	for range 40 {
-		steps = append(steps, run("x = 1"))
+		steps = append(steps, adksuite.Exec("x = 1"))
 	}
-	steps = append(steps, say("ok"))
+	steps = append(steps, adksuite.Say("ok"))
 	for _, c := range observedConfigs() {
 		b.Run(c.name, func(b *testing.B) {
-			m := newScript().on("go", steps...)
+			m := adksuite.NewScript().On("go", steps...)
 			f := newFixture(b, m, fixtureConfig{cfg: c.cfg})
 			var per []time.Duration
 			for b.Loop() {

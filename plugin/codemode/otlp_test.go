@@ -16,6 +16,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 
 	"github.com/adk-codemode/codemode/internal/both/observe"
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 )
 
 // TestOTLPExport sends a turn's spans over OTLP/HTTP to a receiver on
@@ -55,8 +56,8 @@ func TestOTLPExport(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer func() { _ = tp.Shutdown(t.Context()) }()
 
-	m := newScript().on("go", run(`from tools import get_weather
-print(get_weather(city="Paris")["temp_c"])`), say("ok"))
+	m := adksuite.NewScript().On("go", adksuite.Exec(`from tools import get_weather
+print(get_weather(city="Paris")["temp_c"])`), adksuite.Say("ok"))
 	f := newFixture(t, m, fixtureConfig{cfg: Config{Tools: append([]tool.Tool{}, weatherTools(t)...), TracerProvider: tp}})
 	wantClean(t, outputs(f.turn(t.Context(), "s1", "go"))[0])
 	if err := tp.ForceFlush(t.Context()); err != nil {
@@ -94,5 +95,12 @@ print(get_weather(city="Paris")["temp_c"])`), say("ok"))
 		if !found {
 			t.Errorf("received spans %s; want %q", strings.Join(tree, ", "), w)
 		}
+	}
+}
+
+func wantClean(t *testing.T, out map[string]any) {
+	t.Helper()
+	if out["stderr"] != "" {
+		t.Fatalf("stderr: %s\nstdout: %s", out["stderr"], out["stdout"])
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/adk-codemode/codemode/backend/remote"
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 	"github.com/adk-codemode/codemode/internal/testsupport/hostcap"
 )
 
@@ -82,12 +83,12 @@ func TestTurnThroughRemoteBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newScript().on("weather?",
-		run(`from tools import get_weather, convert_temperature
+	m := adksuite.NewScript().On("weather?",
+		adksuite.Exec(`from tools import get_weather, convert_temperature
 w = get_weather(city="Paris")
 f = convert_temperature(value=w["temp_c"], unit="F")
 print(w["city"], w["temp_c"], f["value"])`),
-		say("done"))
+		adksuite.Say("done"))
 	f := newFixture(t, m, fixtureConfig{cfg: Config{Tools: weatherTools(t), Backend: b}})
 	out := outputs(f.turn(t.Context(), "s1", "weather?"))
 	want := []map[string]any{{"stdout": "Paris 18 64.4\n", "stderr": "", "output_files": []string{}}}

@@ -20,6 +20,8 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
+
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 )
 
 // The soak drives the plugin through a real runner, a scripted model and
@@ -165,7 +167,7 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		turns = len(soakCases)
 	}
-	testBackend(t) // skips where the jail is unavailable
+	adksuite.Backend(t) // skips where the jail is unavailable
 	// A temporary directory of the soak's own: the leak check counts what
 	// the soak leaves there, not what tests of other packages, running at
 	// the same time, have in the shared one.
@@ -205,7 +207,7 @@ func TestSoak(t *testing.T) {
 		func(_ agent.Context, _ struct{}) (map[string]any, error) {
 			// The session's init: a cold jail's, or the pid 1 of a
 			// session forked from a template (the template lives on).
-			for _, pid := range sessionInits() {
+			for _, pid := range adksuite.SessionInits() {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -215,15 +217,15 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := newScript()
+	m := adksuite.NewScript()
 	for i := range turns {
 		c := soakCases[i%len(soakCases)]
 		label := fmt.Sprintf("t%d", i)
-		var steps []step
+		var steps []adksuite.Step
 		for _, code := range c.steps {
-			steps = append(steps, run("from tools import record, hang, boom, kill_init\n"+strings.ReplaceAll(code, "{T}", label)))
+			steps = append(steps, adksuite.Exec("from tools import record, hang, boom, kill_init\n"+strings.ReplaceAll(code, "{T}", label)))
 		}
-		m.on(label, append(steps, say("done"))...)
+		m.On(label, append(steps, adksuite.Say("done"))...)
 	}
 
 	baseGoroutines := runtime.NumGoroutine()
@@ -281,7 +283,7 @@ func TestSoak(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	leak("sandbox processes", func() (bool, string) { p := sandboxProcesses(); return len(p) == 0, strings.Join(p, ", ") })
+	leak("sandbox processes", func() (bool, string) { p := adksuite.SandboxProcesses(); return len(p) == 0, strings.Join(p, ", ") })
 	// No session is left: stop the template they were forked from, so
 	// that what it holds (its jail, descriptors, cgroups) is not counted
 	// below. Whatever remains after that is a leak.
@@ -378,10 +380,9 @@ func ofTemplate(dir string) bool {
 	if err != nil || len(pids) == 0 {
 		return false
 	}
-	all := procs()
 	for _, f := range pids {
 		pid, err := strconv.Atoi(f)
-		if err != nil || !templateOwned(all, pid) {
+		if err != nil || !adksuite.OfTemplate(pid) {
 			return false
 		}
 	}

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/genai"
-
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/artifact"
 	"google.golang.org/adk/model"
@@ -63,9 +62,7 @@ func TestReachIntoADK(t *testing.T) {
 			return nil, nil
 		}
 		noop := func(agent.ToolContext, tool.Tool, map[string]any) (map[string]any, error) { return nil, nil }
-		m := newScript().on("probe", func(*model.LLMRequest) *genai.Content {
-			return &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{Name: "probe", Args: map[string]any{}}}}}
-		}, say("done"))
+		m := adksuite.NewScript().On("probe", adksuite.CallTool("probe", map[string]any{}), adksuite.Say("done"))
 		// No sandbox is needed, nor the block, whose probe would fail.
 		fc := fixtureConfig{cfg: Config{Backend: failingBackend{}, DisableBlock: true}}
 		fc.agent.Tools = []tool.Tool{probe}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
@@ -182,7 +181,7 @@ func errorResult(toolName string, err error) transport.ToolResult {
 	if info := statusError(toolName, err); info != nil {
 		return transport.ToolResult{Err: info}
 	}
-	return transport.ToolResult{Err: &transport.ToolError{Type: errorType(err), Message: eng.SandboxText(toolName, err)}}
+	return transport.ToolResult{Err: &transport.ToolError{Type: eng.ErrorType(err), Message: eng.SandboxText(toolName, err)}}
 }
 
 // StatusCoder is implemented by tool errors that carry an HTTP status. Such
@@ -211,25 +210,3 @@ func statusError(toolName string, err error) *transport.ToolError {
 	}
 	return info
 }
-
-// errorType names err for Python: the type name of the first error in its
-// chain that has a meaningful one ("ValidationError", "PathError"), else
-// "ToolError".
-func errorType(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "TimeoutError"
-	}
-	for e := err; e != nil; {
-		t := reflect.TypeOf(e)
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if name := t.Name(); name != "" && isExported(name) && t.PkgPath() != "errors" && t.PkgPath() != "fmt" {
-			return name
-		}
-		e = errors.Unwrap(e)
-	}
-	return "ToolError"
-}
-
-func isExported(name string) bool { return name[0] >= 'A' && name[0] <= 'Z' }

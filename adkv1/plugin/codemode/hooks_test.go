@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/adk-codemode/codemode/internal/testsupport/adksuite"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genai"
@@ -24,29 +25,6 @@ import (
 	"google.golang.org/adk/tool/skilltoolset/skill"
 )
 
-func systemText(req *model.LLMRequest) string {
-	var sb strings.Builder
-	if req.Config != nil && req.Config.SystemInstruction != nil {
-		for _, p := range req.Config.SystemInstruction.Parts {
-			sb.WriteString(p.Text)
-		}
-	}
-	return sb.String()
-}
-
-func declaredNames(req *model.LLMRequest) []string {
-	var out []string
-	if req.Config == nil {
-		return nil
-	}
-	for _, gt := range req.Config.Tools {
-		for _, d := range gt.FunctionDeclarations {
-			out = append(out, d.Name)
-		}
-	}
-	return out
-}
-
 // TestSkillListReachesTheRequest puts skilltoolset behind execute_code: its
 // request processor adds the skills to the instruction the model receives,
 // ahead of the <code-mode> block, while its tools stay callable from code
@@ -60,14 +38,14 @@ func TestSkillListReachesTheRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newScript().on("hi", say("hello"))
+	m := adksuite.NewScript().On("hi", adksuite.Say("hello"))
 	f := newFixture(t, m, fixtureConfig{cfg: Config{Toolsets: []tool.Toolset{ts}}})
 	f.turn(t.Context(), "s1", "hi")
-	reqs := m.requests()
+	reqs := m.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("got %d model requests, want 1", len(reqs))
 	}
-	text := systemText(reqs[0])
+	text := adksuite.SystemText(reqs[0])
 	for _, want := range []string{"pdf-report", "Build a PDF report from a table.", "weekly-digest", "<code-mode>"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("system instruction lacks %q:\n%s", want, text)
@@ -76,10 +54,10 @@ func TestSkillListReachesTheRequest(t *testing.T) {
 	if strings.Index(text, "weekly-digest") > strings.Index(text, "<code-mode>") {
 		t.Errorf("the skill list comes after the <code-mode> block; the flow runs processors first:\n%s", text)
 	}
-	if diff := cmp.Diff([]string{ToolName}, declaredNames(reqs[0])); diff != "" {
+	if diff := cmp.Diff([]string{ToolName}, adksuite.Declared(reqs[0])); diff != "" {
 		t.Errorf("declared tools (-want +got):\n%s", diff)
 	}
-	for name := range reqs[0].Tools {
+	for _, name := range reqs[0].Runnable {
 		if name != ToolName {
 			t.Errorf("request tools hold %q; only %s belongs there", name, ToolName)
 		}
@@ -103,17 +81,17 @@ func TestSharedToolsetHookRunsOnce(t *testing.T) {
 	}
 	shared := newSkills("pdf-report", "Build a PDF report from a table.")
 	own := newSkills("weekly-digest", "Summarise the issues of the week.")
-	m := newScript().on("hi", say("hello"))
+	m := adksuite.NewScript().On("hi", adksuite.Say("hello"))
 	f := newFixture(t, m, fixtureConfig{
 		cfg:   Config{Toolsets: []tool.Toolset{shared, own}},
 		agent: llmagent.Config{Toolsets: []tool.Toolset{shared}},
 	})
 	f.turn(t.Context(), "s1", "hi")
-	reqs := m.requests()
+	reqs := m.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("got %d model requests, want 1", len(reqs))
 	}
-	text := systemText(reqs[0])
+	text := adksuite.SystemText(reqs[0])
 	for _, want := range []string{"Build a PDF report from a table.", "Summarise the issues of the week."} {
 		if n := strings.Count(text, want); n != 1 {
 			t.Errorf("%q appears %d times in the system instruction, want once:\n%s", want, n, text)
@@ -173,21 +151,21 @@ func TestToolHookRunsWithoutItsDeclaration(t *testing.T) {
 	tools := weatherTools(t)
 	hooked := &hookedTool{Tool: tools[0], line: "Weather is in Celsius."}
 	direct := &hookedTool{Tool: tools[1], line: "Conversions are exact."}
-	m := newScript().on("hi", say("hello"))
+	m := adksuite.NewScript().On("hi", adksuite.Say("hello"))
 	f := newFixture(t, m, fixtureConfig{
 		cfg:   Config{Tools: []tool.Tool{hooked, direct}},
 		agent: llmagent.Config{Tools: []tool.Tool{direct}},
 	})
 	f.turn(t.Context(), "s1", "hi")
-	req := m.requests()[0]
-	text := systemText(req)
+	req := m.Requests()[0]
+	text := adksuite.SystemText(req)
 	if !strings.Contains(text, "Weather is in Celsius.") {
 		t.Errorf("the tool's hook did not reach the instruction:\n%s", text)
 	}
 	if n := strings.Count(text, "Conversions are exact."); n != 1 {
 		t.Errorf("the direct tool's hook ran %d times, want once (by the flow):\n%s", n, text)
 	}
-	if diff := cmp.Diff([]string{"convert_temperature", ToolName}, declaredNames(req)); diff != "" {
+	if diff := cmp.Diff([]string{"convert_temperature", ToolName}, adksuite.Declared(req)); diff != "" {
 		t.Errorf("declared tools (-want +got):\n%s", diff)
 	}
 }
@@ -196,7 +174,7 @@ func TestToolHookRunsWithoutItsDeclaration(t *testing.T) {
 // attaching artifacts after the model's own call to it, is refused at New
 // and when a toolset offers it.
 func TestDirectOnlyToolsRefused(t *testing.T) {
-	_, err := New(Config{Tools: []tool.Tool{loadartifactstool.New()}, Backend: testBackend(t)})
+	_, err := New(Config{Tools: []tool.Tool{loadartifactstool.New()}, Backend: adksuite.Backend(t)})
 	var de *DirectOnlyError
 	if !errors.As(err, &de) || de.Tool != "load_artifacts" {
 		t.Fatalf("New with loadartifactstool: %v, want a DirectOnlyError for load_artifacts", err)

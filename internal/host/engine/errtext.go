@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"reflect"
 	"regexp"
 	"strings"
 )
@@ -34,3 +37,25 @@ func SandboxText(toolName string, err error) string {
 	}
 	return text
 }
+
+// ErrorType names err for Python: the type name of the first error in its
+// chain that has a meaningful one ("ValidationError", "PathError"), else
+// "ToolError".
+func ErrorType(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "TimeoutError"
+	}
+	for e := err; e != nil; {
+		t := reflect.TypeOf(e)
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if name := t.Name(); name != "" && isExported(name) && t.PkgPath() != "errors" && t.PkgPath() != "fmt" {
+			return name
+		}
+		e = errors.Unwrap(e)
+	}
+	return "ToolError"
+}
+
+func isExported(name string) bool { return name[0] >= 'A' && name[0] <= 'Z' }

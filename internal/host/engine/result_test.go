@@ -112,6 +112,11 @@ func TestNameStems(t *testing.T) {
 		{StreamArtifactName("stderr", "///"), "codemode-stderr-call.txt"},
 		{ToolResultArtifactName("My Report!", "t", "codemode-c-1"), "My_Report.json"},
 		{ToolResultArtifactName("codemode-x", "t", "c"), "_codemode-x.json"},
+		// Code's artifact_name cannot take a name in the reserved namespace,
+		// such as the name generated for another call's result.
+		{ToolResultArtifactName("codemode-tool-get_weather-call-1-1", "get_weather", "codemode-call-1-2"), "_codemode-tool-get_weather-call-1-1.json"},
+		{ToolResultArtifactName("__codemode-x", "t", "c"), "_codemode-x.json"},
+		{ToolResultArtifactName("codemode-stdout-x", "get_weather", "codemode-call-1-2"), "_codemode-stdout-x.json"},
 		{ToolResultArtifactName("", "get weather", "codemode-c-2"), "codemode-tool-get_weather-c-2.json"},
 		{ToolResultsArtifactName("codemode-c-1"), "codemode-tool-results-c-1.json"},
 		{FileMIMEType("x.json"), "application/json"},

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -98,5 +100,53 @@ func TestWithNamingParams(t *testing.T) {
 	odd := &genai.FunctionDeclaration{Name: "h", ParametersJsonSchema: map[string]any{"properties": "not an object"}}
 	if d, name, desc := WithNamingParams(odd); d != odd || name || desc {
 		t.Errorf("an odd schema was changed: %v", d.ParametersJsonSchema)
+	}
+}
+
+// TestValidationSurvivesUncompilableKeywords: a schema keyword the
+// validator cannot compile (a lookahead in a pattern, a remote $ref) is
+// left out with one warning per tool, and the rest of the schema is still
+// enforced, on every surface built of the tool.
+func TestValidationSurvivesUncompilableKeywords(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+
+	list := &genai.FunctionDeclaration{Name: "list_repos_validation_test", Description: "List repositories.",
+		ParametersJsonSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"owner":    map[string]any{"type": "string", "pattern": "^(?!-)[A-Za-z0-9-]+$"},
+				"filter":   map[string]any{"$ref": "https://schemas.example/filter.json"},
+				"per_page": map[string]any{"type": "integer", "maximum": 100},
+			},
+		}}
+	for range 2 { // as for two invocations of a toolset
+		s, err := BuildSurface([]SurfaceEntry[string]{{Namespace: "gh", Declaration: list}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Tools["gh.list_repos_validation_test"]
+		if st == nil || st.Validator == nil {
+			t.Fatalf("tool %v has no validator", st)
+		}
+		for _, bad := range []map[string]any{{"per_page": "ten"}, {"per_page": 500}, {"owner": "-x"}} {
+			if err := st.Validator.Validate(bad); err == nil {
+				t.Errorf("arguments %v accepted", bad)
+			}
+		}
+		if err := st.Validator.Validate(map[string]any{"owner": "go-x", "per_page": 10, "filter": "anything"}); err != nil {
+			t.Errorf("valid arguments rejected: %v", err)
+		}
+	}
+	logs := buf.String()
+	if n := strings.Count(logs, "gh.list_repos_validation_test"); n != 1 {
+		t.Errorf("tool logged %d times, want once:\n%s", n, logs)
+	}
+	for _, want := range []string{"level=WARN", "/properties/filter/$ref", "the rest is enforced"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
 	}
 }

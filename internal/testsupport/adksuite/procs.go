@@ -79,13 +79,13 @@ func templateOwned(all map[int]proc, pid int) bool {
 	return false
 }
 
-// sessionInits lists the host pids of the sessions this process has open:
+// SessionInits lists the host pids of the sessions this process has open:
 // a cold jail's init, a supervisor (a sandbox server's, or the pid 1 of a
 // session forked from a template once it is set up: the host program
 // under the supervisor's argv[0]), or the pid 1 of a forked session still
 // being set up (named codemode-forked, as the first worker it forks is).
 // Templates are not sessions.
-func sessionInits() []int {
+func SessionInits() []int {
 	all := procs()
 	var out []int
 	for pid, p := range all {
@@ -104,11 +104,11 @@ func sessionInits() []int {
 }
 
 // SandboxProcesses describes the sessions this process has open (see
-// sessionInits).
+// SessionInits).
 func SandboxProcesses() []string {
 	all := procs()
 	var out []string
-	for _, pid := range sessionInits() {
+	for _, pid := range SessionInits() {
 		name := all[pid].argv0
 		if all[pid].comm == "codemode-forked" || all[all[pid].ppid].argv0 == "codemode-jail-init" {
 			name = "forked session" // its parent is its template's jail init
@@ -117,3 +117,7 @@ func SandboxProcesses() []string {
 	}
 	return out
 }
+
+// OfTemplate reports whether pid belongs to a jail's template rather than
+// to a session (see templateOwned).
+func OfTemplate(pid int) bool { return templateOwned(procs(), pid) }

@@ -29,6 +29,9 @@ var groups = [][]test{
 	observeTests,
 	catalogTests,
 	geminiTests,
+	interruptTests,
+	configTests,
+	runCodeTests,
 }
 
 // Run runs every behaviour of the suite on l, each as a subtest named

@@ -7,10 +7,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// object is the schema of an object with the given string-typed or
-// number-typed properties, all required.
+// object is the schema of an object with the given properties, all
+// required, and no other: what functiontool infers from a struct.
 func object(props map[string]*jsonschema.Schema) *jsonschema.Schema {
-	s := &jsonschema.Schema{Type: "object", Properties: props}
+	s := &jsonschema.Schema{Type: "object", Properties: props, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
 	for name := range props {
 		s.Required = append(s.Required, name)
 	}
@@ -18,15 +18,19 @@ func object(props map[string]*jsonschema.Schema) *jsonschema.Schema {
 	return s
 }
 
+// NoParams is the schema of a tool that takes no arguments: what
+// functiontool infers from struct{}.
+func NoParams() *jsonschema.Schema { return object(nil) }
+
 func str(description string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Description: description}
 }
 
 func num() *jsonschema.Schema { return &jsonschema.Schema{Type: "number"} }
 
-// weatherTools are deterministic tools: the weather of two cities, a
+// WeatherTools are deterministic tools: the weather of two cities, a
 // temperature conversion, and a tool that sets session state.
-func weatherTools() []Tool {
+func WeatherTools() []Tool {
 	return []Tool{
 		{
 			Name: "get_weather", Description: "Current weather of a city.",

@@ -44,7 +44,7 @@ w = get_weather(city="Paris")
 f = convert_temperature(value=w["temp_c"], unit="F")
 print(w["city"], w["temp_c"], f["value"])`),
 		Say("done"))
-	f := start(t, l, Setup{Tools: weatherTools(), Model: m})
+	f := start(t, l, Setup{Tools: WeatherTools(), Model: m})
 	out := Outputs(f.turn("s1", "weather?"))
 	want := []map[string]any{{"stdout": "Paris 18 64.4\n", "stderr": "", "output_files": []string{}}}
 	if diff := cmp.Diff(want, out); diff != "" {
@@ -79,15 +79,15 @@ func Declared(req Request) []string {
 
 func testRequestCarriesBlockAndTool(t *testing.T, l Line) {
 	m := NewScript().On("hi", Say("hello"))
-	f := start(t, l, Setup{Tools: weatherTools(), Model: m})
+	f := start(t, l, Setup{Tools: WeatherTools(), Model: m})
 	f.turn("s1", "hi")
 	reqs := m.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("got %d model requests, want 1", len(reqs))
 	}
 	req := reqs[0]
-	if !slices.Contains(req.Runnable, ToolName) {
-		t.Errorf("request tools: %v, want execute_code runnable", req.Runnable)
+	if !slices.Contains(req.Runnable, ToolName) || !req.CodeTool {
+		t.Errorf("request tools: %v (the plugin's code tool: %v), want the plugin's execute_code runnable", req.Runnable, req.CodeTool)
 	}
 	if diff := cmp.Diff([]string{ToolName}, Declared(req)); diff != "" {
 		t.Errorf("declared tools (-want +got):\n%s", diff)
@@ -102,7 +102,7 @@ func testRequestCarriesBlockAndTool(t *testing.T, l Line) {
 
 func testDisableBlock(t *testing.T, l Line) {
 	m := NewScript().On("hi", Say("hello"))
-	f := start(t, l, Setup{Tools: weatherTools(), Model: m, Config: Config{DisableBlock: true}})
+	f := start(t, l, Setup{Tools: WeatherTools(), Model: m, Config: Config{DisableBlock: true}})
 	f.turn("s1", "hi")
 	req := m.Requests()[0]
 	if text := SystemText(req); strings.Contains(text, "<code-mode>") {
@@ -159,7 +159,7 @@ except ToolError as e:
 print("convert", convert_temperature(value=0, unit="F"))
 print("remember", remember(key="k", value="v"))`),
 		Say("done"))
-	f := start(t, l, Setup{Tools: weatherTools(), Model: m, Callbacks: cb})
+	f := start(t, l, Setup{Tools: WeatherTools(), Model: m, Callbacks: cb})
 	evs := f.turn("s1", "go")
 	out := Outputs(evs)
 	if len(out) != 1 {
@@ -205,7 +205,7 @@ func testStateDeltaReachesSession(t *testing.T, l Line) {
 		Exec(`from tools import remember
 print(remember(key="favourite", value="tea"))`),
 		Say("stored"))
-	f := start(t, l, Setup{Tools: weatherTools(), Model: m})
+	f := start(t, l, Setup{Tools: WeatherTools(), Model: m})
 	evs := f.turn("s1", "store")
 	var delta map[string]any
 	for _, ev := range evs {
@@ -227,7 +227,7 @@ func testStateKeptWithinTurnOnly(t *testing.T, l Line) {
 	m := NewScript().
 		On("first", Exec(`x = 41`), Exec(`print(x + 1)`), Say("ok")).
 		On("second", Exec(`print("x" in globals())`), Say("ok"))
-	f := start(t, l, Setup{Tools: weatherTools(), Model: m})
+	f := start(t, l, Setup{Tools: WeatherTools(), Model: m})
 	var got []any
 	for _, o := range Outputs(f.turn("s1", "first")) {
 		got = append(got, o["stdout"])
@@ -342,8 +342,13 @@ func testReleasedWhenTurnEnds(t *testing.T, l Line) {
 probe()`), Say("ok"))
 	f := start(t, l, Setup{Tools: []Tool{probe}, Model: m})
 	f.turn("s1", "go")
-	if procs := <-alive; len(procs) == 0 {
-		t.Fatalf("no sandbox process while the code ran")
+	select {
+	case procs := <-alive:
+		if len(procs) == 0 {
+			t.Fatalf("no sandbox process while the code ran")
+		}
+	default:
+		t.Fatal("the probe never ran")
 	}
 	if n := f.OpenTurns(); n != 0 {
 		t.Errorf("%d turns left after the turn ended, want 0", n)
@@ -403,7 +408,7 @@ try:
 except ToolError as e:
     print(e.type)
 `), Say("ok"))
-	f := start(t, l, Setup{Tools: append(weatherTools(), handOff), Model: m})
+	f := start(t, l, Setup{Tools: append(WeatherTools(), handOff), Model: m})
 	out := Outputs(f.turn("s1", "go"))
 	want := strings.Join([]string{
 		`ToolError | unknown city "Atlantis"`,
@@ -419,7 +424,8 @@ except ToolError as e:
 
 func testCodeTooLong(t *testing.T, l Line) {
 	m := NewScript().On("go", Exec(strings.Repeat("x", 1234)), Say("ok"))
-	f := start(t, l, Setup{Model: m, Config: Config{MaxCodeChars: 10}})
+	// No sandbox runs: the code is refused before one is opened.
+	f := start(t, l, Setup{Model: m, Config: Config{MaxCodeChars: 10, Backend: &cannedBackend{}}})
 	out := Outputs(f.turn("s1", "go"))
 	want := []map[string]any{{"stdout": "", "stderr": "Code exceeds maximum allowed length (1,234 > 10 chars).", "output_files": []string{}}}
 	if diff := cmp.Diff(want, out); diff != "" {
@@ -481,14 +487,14 @@ func (b *recordingBackend) Open(ctx context.Context, cfg transport.SessionConfig
 func testPooledBackend(t *testing.T, l Line) {
 	rec := &recordingBackend{Backend: Backend(t)}
 	pool := &warm.Pool{Backend: rec, Size: 1}
-	defer pool.Close()
+	defer func() { _ = pool.Close() }()
 	m := NewScript().
 		On("first", Exec(`from tools import get_weather
 x = get_weather(city="Paris")["temp_c"]
 print(x)`), Say("ok")).
 		On("second", Exec(`from tools import get_weather
 print("x" in globals(), get_weather(city="Oslo")["city"])`), Say("ok"))
-	f := start(t, l, Setup{Tools: weatherTools(), Model: m, Config: Config{Backend: pool}})
+	f := start(t, l, Setup{Tools: WeatherTools(), Model: m, Config: Config{Backend: pool}})
 	var got []any
 	for _, o := range Outputs(f.turn("s1", "first")) {
 		got = append(got, o["stdout"])
