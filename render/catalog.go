@@ -548,6 +548,9 @@ type DescriptionConfig struct {
 	// BlocksPerTurn is the most execute_code calls one turn may make; zero
 	// for no bound.
 	BlocksPerTurn int
+	// Durable says a block paused for approval may be resumed by running
+	// the turn's code again, which the description then asks code to allow.
+	Durable bool
 }
 
 type descriptionData struct {
@@ -557,12 +560,13 @@ type descriptionData struct {
 	Timeout         string
 	ToolTimeout     string
 	BlocksPerTurn   int
+	Durable         bool
 }
 
 // Description returns the description of the execute_code tool.
 func Description(cfg DescriptionConfig) string {
 	data := descriptionData{BlockAppended: cfg.BlockAppended, DiscoveryModule: cfg.DiscoveryModule, ArtifactTools: cfg.ArtifactTools,
-		BlocksPerTurn: max(cfg.BlocksPerTurn, 0)}
+		BlocksPerTurn: max(cfg.BlocksPerTurn, 0), Durable: cfg.Durable}
 	if cfg.Timeout > 0 {
 		data.Timeout = strconv.FormatFloat(cfg.Timeout.Seconds(), 'f', -1, 64)
 	}

@@ -239,6 +239,10 @@ func TestDescriptionVariants(t *testing.T) {
 	if strings.Contains(plain, "search(") {
 		t.Errorf("plain variant without a discovery module mentions search:\n%s", plain)
 	}
+	durable := Description(DescriptionConfig{Durable: true})
+	if !strings.Contains(durable, "same tool calls with the same arguments") || strings.Contains(plain, "same tool calls") {
+		t.Errorf("what resuming requires of code is told only with Durable:\n%s\n%s", durable, plain)
+	}
 	found := Description(DescriptionConfig{DiscoveryModule: "tools._discovery"})
 	for _, want := range []string{"search(query)", "describe(name)", "from tools._discovery import search, describe", "docstrings"} {
 		if !strings.Contains(found, want) {

@@ -2,16 +2,10 @@ package codemode
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
-
-	"google.golang.org/adk/v2/tool"
 
 	"github.com/adk-codemode/codemode/backend/jail"
-	"github.com/adk-codemode/codemode/egress"
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
-	"github.com/adk-codemode/codemode/transport"
 )
 
 // validated is what validate built of a Config that passed: its tools,
@@ -40,17 +34,25 @@ type validated struct {
 // tools (with toolsets it is built per invocation).
 func (cfg Config) validate() (validated, error) {
 	var v validated
-	if err := cfg.validateSettings(); err != nil {
+	if err := (eng.Settings{
+		Timeout: cfg.Timeout, Grace: cfg.Grace, ToolTimeout: cfg.ToolTimeout, IdleTimeout: cfg.IdleTimeout,
+		ApprovalTimeout: cfg.ApprovalTimeout, MaxOutputChars: cfg.MaxOutputChars, BlockBudget: cfg.BlockBudget,
+		Egress: cfg.Egress, Backend: cfg.Backend,
+	}).Validate(); err != nil {
 		return v, err
 	}
 	var err error
 	if v.bare, err = staticTools(cfg.Tools); err != nil {
 		return v, err
 	}
-	if err := checkToolNames(cfg.Tools, !cfg.DisableArtifactTools); err != nil {
+	names := make([]string, len(cfg.Tools)) // staticTools refused nil tools
+	for i, t := range cfg.Tools {
+		names[i] = t.Name()
+	}
+	if err := eng.CheckToolNames(names, !cfg.DisableArtifactTools); err != nil {
 		return v, err
 	}
-	if err := checkDirect(cfg); err != nil {
+	if err := eng.CheckDirect(cfg.Direct, names, len(cfg.Toolsets) > 0); err != nil {
 		return v, err
 	}
 	if v.toolsets, err = namedToolsets(cfg); err != nil {
@@ -60,7 +62,7 @@ func (cfg Config) validate() (validated, error) {
 	if backend == nil {
 		backend = defaultJail(cfg)
 	}
-	if err := checkEgressBudget(cfg.Budgets, backend); err != nil {
+	if err := eng.CheckEgressBudget(cfg.Budgets.EgressBytes, backend); err != nil {
 		return v, err
 	}
 	if len(cfg.Toolsets) == 0 {
@@ -72,55 +74,6 @@ func (cfg Config) validate() (validated, error) {
 		}
 	}
 	return v, nil
-}
-
-// validateSettings checks cfg's durations, numbers, egress policy and
-// backend (see validate).
-func (cfg Config) validateSettings() error {
-	for _, d := range []struct {
-		name     string
-		v        time.Duration
-		negative bool // a negative value has a meaning
-	}{
-		{"Timeout", cfg.Timeout, true},
-		{"Grace", cfg.Grace, false},
-		{"ToolTimeout", cfg.ToolTimeout, false},
-		{"IdleTimeout", cfg.IdleTimeout, false},
-		{"ApprovalTimeout", cfg.ApprovalTimeout, false},
-	} {
-		switch {
-		case d.v < 0 && !d.negative:
-			return fmt.Errorf("codemode: Config.%s is %v: it cannot be negative; leave it 0 for the default", d.name, d.v)
-		case d.v > 0 && d.v < time.Millisecond:
-			return fmt.Errorf("codemode: Config.%s is %v, under a millisecond: a duration is in nanoseconds, so write it with its unit, such as 30 * time.Second", d.name, d.v)
-		}
-	}
-	for _, n := range []struct {
-		name string
-		v    int
-	}{
-		{"MaxOutputChars", cfg.MaxOutputChars},
-		{"BlockBudget", cfg.BlockBudget},
-	} {
-		if n.v < 0 {
-			return fmt.Errorf("codemode: Config.%s is %d: it cannot be negative; leave it 0 for the default", n.name, n.v)
-		}
-	}
-	if cfg.Egress != nil {
-		if _, err := egress.New(*cfg.Egress); err != nil {
-			return fmt.Errorf("codemode: Config.Egress: %w", err)
-		}
-	}
-	if cfg.Egress != nil && cfg.Backend != nil {
-		return fmt.Errorf("codemode: Config.Egress applies to the default backend only, and Config.Backend (%s) is set: "+
-			"give the policy to that backend (jail.Backend's Egress) and leave Config.Egress nil", cfg.Backend.Name())
-	}
-	if v, ok := cfg.Backend.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return fmt.Errorf("codemode: Config.Backend (%s): %w", cfg.Backend.Name(), err)
-		}
-	}
-	return nil
 }
 
 // Check validates cfg as [New] does, then starts one sandbox of its
@@ -144,7 +97,7 @@ func Check(ctx context.Context, cfg Config) error {
 		defer func() { _ = jb.Close() }() // it stops the template this check started
 		b = jb
 	}
-	return checkBackend(ctx, b)
+	return eng.CheckBackend(ctx, b)
 }
 
 // defaultJail is the backend a Config without one runs its code in.
@@ -158,79 +111,4 @@ func defaultBackend(cfg Config) (*jail.Backend, error) {
 		return nil, fmt.Errorf("codemode: Config.Backend is nil, so the default, the namespace jail with the host's python3, runs the code: %w; install python3, or set Config.Backend", err)
 	}
 	return jb, nil
-}
-
-// checkBackend opens a session of b and runs a block in it.
-func checkBackend(ctx context.Context, b transport.Backend) error {
-	s, err := b.Open(ctx, transport.SessionConfig{})
-	if err != nil {
-		return fmt.Errorf("codemode: %s: the sandbox did not start: %w", b.Name(), err)
-	}
-	res, err := s.Exec(ctx, transport.Block{Code: "import sys\nprint(sys.version_info[0])", Timeout: eng.ProbeTimeout})
-	cerr := s.Close()
-	switch {
-	case err != nil:
-		return fmt.Errorf("codemode: %s: the sandbox started but did not run Python: %w", b.Name(), err)
-	case res.ExitCode != 0 || res.Stdout != "3\n":
-		return fmt.Errorf("codemode: %s: the sandbox started but a block printing Python's major version gave exit code %d, %q on stdout and %q on stderr",
-			b.Name(), res.ExitCode, res.Stdout, res.Stderr)
-	case cerr != nil && !errors.Is(cerr, transport.ErrClosed):
-		return fmt.Errorf("codemode: %s: closing the sandbox: %w", b.Name(), cerr)
-	}
-	return nil
-}
-
-// checkDirect refuses a name in Config.Direct that names no tool: one of
-// Tools, unless Toolsets are set (their tools are known only per
-// invocation, so a name there is looked for on each model request).
-func checkDirect(cfg Config) error {
-	known := map[string]bool{}
-	for _, t := range cfg.Tools {
-		if t != nil {
-			known[t.Name()] = true
-		}
-	}
-	for _, n := range cfg.Direct {
-		if n == "" {
-			return errors.New("codemode: Config.Direct has an empty name; list the names of tools the model may call directly")
-		}
-		if !known[n] && len(cfg.Toolsets) == 0 {
-			return fmt.Errorf("codemode: Config.Direct names %q, which is not one of Config.Tools; name a tool the code can call (its Name())", n)
-		}
-	}
-	return nil
-}
-
-// checkToolNames refuses two tools of Config.Tools with one name, and a
-// tool named like a built-in artifact tool while those are on, naming
-// both: the error the catalog would give knows neither where the names
-// came from nor that one of them is Code Mode's.
-func checkToolNames(tools []tool.Tool, artifactToolsOn bool) error {
-	seen := map[string]int{}
-	if artifactToolsOn {
-		for _, b := range artifactTools() {
-			seen[b.Name()] = -1
-		}
-	}
-	for i, t := range tools {
-		j, dup := seen[t.Name()]
-		switch {
-		case dup && j < 0:
-			return fmt.Errorf("codemode: Config.Tools[%d] is named %q, as Code Mode's built-in artifact tool is: rename it, or set Config.DisableArtifactTools to leave the built-in tools out", i, t.Name())
-		case dup:
-			return fmt.Errorf("codemode: Config.Tools[%d] and Config.Tools[%d] are both named %q: give them names of their own", j, i, t.Name())
-		}
-		seen[t.Name()] = i
-	}
-	return nil
-}
-
-// checkEgressBudget fails when b sets Budgets.EgressBytes for a backend
-// whose sessions do not meter their egress.
-func checkEgressBudget(b Budgets, backend transport.Backend) error {
-	if b.EgressBytes > 0 && !transport.MetersEgress(backend) {
-		return fmt.Errorf("codemode: Budgets.EgressBytes is %d, but the backend %s has no egress proxy that meters each block's bytes: set Config.Egress (or the jail backend's Egress), or leave Budgets.EgressBytes zero",
-			b.EgressBytes, backend.Name())
-	}
-	return nil
 }

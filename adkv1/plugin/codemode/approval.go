@@ -95,6 +95,8 @@ func (e *engine) park(ctx agent.ToolContext, tn *turn, callID string, f *eng.Blo
 		tn.Shutdown()
 		return nil, eng.Result("", "The code was stopped: the plugin was closed while it awaited approval.", nil)
 	}
+	// Before the person is asked: the answer may reach another process.
+	e.recordPause(ctx, tn, callID, f, req)
 	if announce {
 		// Under the call's lock: tool calls still finishing write to the
 		// same actions.
@@ -189,6 +191,9 @@ func (e *engine) resume(ctx agent.ToolContext, conf *toolconfirmation.ToolConfir
 		return nil, err
 	}
 	if p == nil {
+		if out, ok, err := e.resumeElsewhere(ctx, conf); ok {
+			return out, err
+		}
 		return e.withNotices(ctx, eng.Result("", e.parked.Unknown(sessionKey(ctx), ctx.FunctionCallID()), nil)), nil
 	}
 	tn := p.Turn

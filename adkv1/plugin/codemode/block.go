@@ -24,10 +24,14 @@ import (
 // launch starts code on the turn's sandbox, on a goroutine of its own. The
 // block's run time is bounded on the host, so that the time it waits for
 // approval does not count; a cancelled ctx interrupts it while a call
-// follows it.
+// follows it. A durable turn records the code as its next block.
 func (e *engine) launch(ctx context.Context, tn *turn, code string, id observe.Identity) *eng.Block {
+	seq := -1
+	if e.cfg.Durable {
+		seq = tn.Log().AddBlock(code)
+	}
 	return eng.Launch{
-		Code: code, Identity: id, Observer: e.obs, Backend: e.cfg.Backend.Name(),
+		Code: code, Seq: seq, Identity: id, Observer: e.obs, Backend: e.cfg.Backend.Name(),
 		Timeout: e.cfg.Timeout, Grace: e.cfg.Grace,
 		Attach: tn.SetBlock,
 		Run: func(ctx context.Context, blk transport.Block, clock *eng.RunClock) (*transport.Result, transport.Session, error) {

@@ -169,6 +169,7 @@ func newHooks(cfg Config, requirePlugins bool) (*hookSet, error) {
 				Timeout:         cfg.Timeout,
 				ToolTimeout:     cfg.ToolTimeout,
 				BlocksPerTurn:   cfg.Budgets.blocksPerTurn(),
+				Durable:         cfg.Durable,
 			}),
 			ParametersJsonSchema: map[string]any{
 				"type": "object",

@@ -72,7 +72,13 @@ func (h handler) CallTool(ctx context.Context, call transport.ToolCall) transpor
 
 // dispatch is how the engine runs the turn's tool calls from code.
 func (h handler) dispatch() eng.Dispatch[runnableTool, *execCall] {
+	var journal *eng.Journal
+	if h.e.cfg.Durable {
+		journal = &h.t.Log().Journal
+	}
 	return eng.Dispatch[runnableTool, *execCall]{
+		Journal:     journal,
+		Replay:      h.t.Replay(),
 		Budgets:     eng.Budgets(h.e.cfg.Budgets),
 		ToolTimeout: h.e.cfg.ToolTimeout,
 		Abandoned:   &h.t.Abandoned,

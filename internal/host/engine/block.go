@@ -51,6 +51,7 @@ func NewApprovalRequest(tool, callID string, args map[string]any, conf Confirmat
 // approval.
 type Block struct {
 	code   string
+	seq    int             // the block's number in its turn, from 0; -1 when not counted
 	ctx    context.Context // the block's run; cancelled to interrupt it
 	cancel context.CancelCauseFunc
 	clock  *RunClock
@@ -82,6 +83,9 @@ type Launch struct {
 	Backend  string        // the backend's name, for the block's span
 	Timeout  time.Duration // the run time allowed, not counting waits for approval; 0: none
 	Grace    time.Duration // transport.Block.Grace
+	// Seq is the block's number in its turn, from 0, for a turn that keeps
+	// a record (see [TurnLog]); -1 otherwise.
+	Seq int
 	// Attach, if set, is called with the block before it starts, so that
 	// its tool calls find it.
 	Attach func(*Block)
@@ -93,7 +97,7 @@ type Launch struct {
 func (l Launch) Start(ctx context.Context) *Block {
 	bctx, obs := l.Observer.StartBlock(context.WithoutCancel(ctx), l.Identity, l.Backend, l.Code)
 	fctx, cancel := context.WithCancelCause(bctx)
-	f := &Block{code: l.Code, ctx: fctx, cancel: cancel, changed: make(chan struct{}), obs: obs}
+	f := &Block{code: l.Code, seq: l.Seq, ctx: fctx, cancel: cancel, changed: make(chan struct{}), obs: obs}
 	if limit := l.Timeout; limit > 0 {
 		clock := &RunClock{left: limit}
 		clock.fire = func() {
@@ -133,6 +137,9 @@ func (l Launch) Start(ctx context.Context) *Block {
 
 // Code is the block's code.
 func (f *Block) Code() string { return f.code }
+
+// Seq is the block's number in its turn (see [Launch.Seq]).
+func (f *Block) Seq() int { return f.seq }
 
 // Observed is the block's span and audit record.
 func (f *Block) Observed() *observe.Block { return f.obs }

@@ -33,6 +33,12 @@ type Dispatch[T, E any] struct {
 	// tool's request for approval. Effects that land after ctl was
 	// abandoned are dropped (see CallControl).
 	Call func(ctx context.Context, exec E, st *SurfaceTool[T], id string, args map[string]any, ctl *CallControl, conf *Confirmation) (transport.ToolResult, *ApprovalRequest)
+	// Journal, if set, records each call that ends, with what the tool
+	// gave, for a durable turn (see [TurnLog]).
+	Journal *Journal
+	// Replay, if set, answers the calls of a turn run again to resume it
+	// (see [Replay]).
+	Replay *Replay
 }
 
 // maxAbandonedCalls bounds the tool calls of one turn that still run on
@@ -46,14 +52,67 @@ func (d Dispatch[T, E]) Run(ctx context.Context, f *Block, st *SurfaceTool[T], d
 	ctx = WithObservedCall(ctx, oc)
 	res, ok := f.Charge(d.Budgets, st.Name, st.Code)
 	if ok {
-		var req *ApprovalRequest
-		res, req = d.once(ctx, f, st, call)
-		if req != nil {
-			res = d.approved(ctx, f, st, call, req)
+		if d.Replay != nil && !d.Replay.Live(f.Seq()) {
+			res = d.replayed(ctx, f, st, call)
+		} else {
+			var req *ApprovalRequest
+			res, req = d.once(ctx, f, st, call)
+			if req != nil {
+				res = d.approved(ctx, f, st, call, req)
+			}
+		}
+		if d.Journal != nil {
+			d.Journal.Record(f.Seq(), st.Code, call.Args, res, "")
 		}
 		res = f.Receive(d.Budgets, st.Code, res)
 	}
 	EndObserved(oc, call, res)
+	return res
+}
+
+// ResumeDivergedType is the Python exception a replayed block's call gets
+// when the code does something else than before the restart.
+const ResumeDivergedType = "ResumeDivergedError"
+
+// replayed answers a call of a block run again to resume its turn: from
+// the journal while it holds the block's calls, then, for the call the
+// block paused at, by running it with the person's answer. Any other call
+// is a divergence: the block is stopped there.
+func (d Dispatch[T, E]) replayed(ctx context.Context, f *Block, st *SurfaceTool[T], call transport.ToolCall) transport.ToolResult {
+	res, ref, done, err := d.Replay.Journal.Answer(f.Seq(), st.Code, call.Args)
+	switch {
+	case err == nil && done && ref == "":
+		return res
+	case err == nil && done:
+		err = fmt.Errorf("the result of a call of %s was kept as an artifact, which a resumed block cannot read back yet", st.Code)
+	case err == nil:
+		digest, derr := ArgsDigest(call.Args)
+		if derr == nil && d.Replay.take(f.Seq(), st.Code, digest) {
+			return d.answered(ctx, f, st, call)
+		}
+		err = &DivergenceError{Block: f.Seq(), Tool: st.Code, Recorded: d.Replay.Journal.count(f.Seq())}
+	}
+	d.Replay.diverge(err)
+	f.Cancel(err)
+	return transport.ToolResult{Err: &transport.ToolError{Type: ResumeDivergedType, Message: err.Error()}}
+}
+
+// answered runs the call a resumed block paused at with the person's
+// answer, as approved does once the answer comes in the same process.
+func (d Dispatch[T, E]) answered(ctx context.Context, f *Block, st *SurfaceTool[T], call transport.ToolCall) transport.ToolResult {
+	if res, ok := f.Enter(ctx); !ok {
+		return res
+	}
+	conf := d.Replay.Answer
+	if !conf.Confirmed {
+		f.Leave()
+		return transport.ToolResult{Err: &transport.ToolError{Type: DeniedType,
+			Message: fmt.Sprintf("tool %s was not run: the person asked to approve the call declined it", st.Code)}}
+	}
+	res, again := d.held(ctx, f, st, call, d.Replay.Pending.CallID, &conf)
+	if again != nil {
+		return transport.Errorf("ToolError", "tool %s asked for confirmation again after it was approved; it was not run", st.Code)
+	}
 	return res
 }
 

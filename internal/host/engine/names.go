@@ -125,6 +125,16 @@ func StreamArtifactName(stream, callID string) string {
 	return ReservedPrefix + stream + "-" + id + ".txt"
 }
 
+// ResumeArtifactName names the record of a durable turn whose block paused
+// under the execute_code call callID (see [TurnLog]).
+func ResumeArtifactName(callID string) string {
+	id := nameStem(callID)
+	if id == "" {
+		id = "call"
+	}
+	return ReservedPrefix + "resume-" + id + ".json"
+}
+
 // ToolResultArtifactName names a tool result: the artifact_name argument
 // when given (with "_" before it if it would start with ReservedPrefix),
 // else codemode-tool-<tool>-<call>.

@@ -36,6 +36,32 @@ type Turn[S any, X comparable] struct {
 	blocks   int // execute_code calls that ran code
 	refused  int // execute_code calls refused by the block budget
 	models   int // model calls of the invocation
+	log      *TurnLog
+	replay   *Replay
+}
+
+// Log is the turn's record, for a durable turn (see [TurnLog]).
+func (t *Turn[S, X]) Log() *TurnLog {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.log == nil {
+		t.log = &TurnLog{}
+	}
+	return t.log
+}
+
+// Replay is the replay that resumes the turn, if it is one (see [Replay]).
+func (t *Turn[S, X]) Replay() *Replay {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.replay
+}
+
+// SetReplay makes the turn the replay r, before its first block.
+func (t *Turn[S, X]) SetReplay(r *Replay) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.replay = r
 }
 
 // CountBlock counts one more block of the turn, unless limit are counted

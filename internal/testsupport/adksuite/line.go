@@ -297,6 +297,7 @@ type Config struct {
 	Direct                     []string
 	Budgets                    Budgets
 	TraceCode                  bool
+	Durable                    bool
 	// OnArtifactsSaved is called with the name of the agent the hook's
 	// context is of and the delta of artifacts a block saved; the line
 	// sets it on its Config (its context differs).

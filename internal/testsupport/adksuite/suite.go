@@ -32,6 +32,7 @@ var groups = [][]test{
 	interruptTests,
 	configTests,
 	runCodeTests,
+	durableTests,
 }
 
 // Run runs every behaviour of the suite on l, each as a subtest named
