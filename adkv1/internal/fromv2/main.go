@@ -71,6 +71,7 @@ var v2Only = map[string]string{
 	"plugin/codemode/docker_e2e_test.go":    "the Docker backend, through a turn",
 	"plugin/codemode/remote_e2e_test.go":    "the remote backend, through a turn",
 	"plugin/codemode/otlp_test.go":          "OpenTelemetry's OTLP/HTTP export of a turn's spans",
+	"plugin/codemode/durable_e2e_test.go":   "durable blocks across processes (SIGKILL, replicas) on ADK v2's database session service over SQLite and GCS artifact service; the v1 line resumes after a restart in the suite's Durable tests",
 	"toolset/openapi/e2e/":                  "the OpenAPI core (package openapi) with real documents, through a turn; the v1 toolset's own code is checked by its toolset_test.go",
 }
 
