@@ -195,6 +195,7 @@ func (e *engine) resume(ctx agent.Context, conf *toolconfirmation.ToolConfirmati
 		return e.withNotices(ctx, eng.Result("", e.parked.Unknown(sessionKey(ctx), ctx.FunctionCallID()), nil)), nil
 	}
 	tn := p.Turn
+	e.spendHere(ctx, tn)
 	e.turns.Adopt(ctx.InvocationID(), tn)
 	// ADK's span of this execute_code call links to the block it resumes.
 	p.Block.Observed().LinkFrom(ctx)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/adk-codemode/codemode/internal/both/observe"
 	eng "github.com/adk-codemode/codemode/internal/host/engine"
@@ -31,10 +32,23 @@ func (e *engine) recordPause(ctx agent.ToolContext, tn *turn, callID string, f *
 	}
 	err := errors.New("the runner has no artifact service")
 	if a := artifactsOf(ctx); a != nil {
-		err = eng.SaveRecord(ctx, artifactStore{a}, tn.Log(), callID, f, req)
+		err = eng.SaveRecord(ctx, artifactStore{a}, tn.Log(), callID, f, req, time.Now().Add(e.cfg.ApprovalTimeout))
 	}
 	if err != nil {
 		slog.Warn("codemode: the paused block's record was not saved; only this process can resume it", "call", callID, "error", err)
+	}
+}
+
+// spendHere marks the record of the block paused under ctx's call spent,
+// when this process resumes the block itself: the answer, given again to
+// another process, then resumes nothing there.
+func (e *engine) spendHere(ctx agent.ToolContext, tn *turn) {
+	a := artifactsOf(ctx)
+	if !e.cfg.Durable || a == nil {
+		return
+	}
+	if err := tn.Log().Spend(ctx, artifactStore{a}, ctx.FunctionCallID()); err != nil {
+		slog.Warn("codemode: the resumed block's record was not marked spent", "call", ctx.FunctionCallID(), "error", err)
 	}
 }
 

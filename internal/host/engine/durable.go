@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"time"
 
 	"google.golang.org/genai"
 )
@@ -90,8 +91,8 @@ func (r *Replay) Diverged() error {
 
 // SaveRecord saves the record of a durable turn whose block f paused at
 // req under the execute_code call callID, where another process can
-// resume it (see [ResumeArtifactName]).
-func SaveRecord(ctx context.Context, store ArtifactStore, log *TurnLog, callID string, f *Block, req *ApprovalRequest) error {
+// resume it (see [ResumeArtifactName]) until expires.
+func SaveRecord(ctx context.Context, store ArtifactStore, log *TurnLog, callID string, f *Block, req *ApprovalRequest, expires time.Time) error {
 	if log.Journal.Overflowed() {
 		return fmt.Errorf("the turn's record outgrew its bounds (%d calls, %d bytes)", MaxJournalEntries, MaxJournalBytes)
 	}
@@ -99,7 +100,7 @@ func SaveRecord(ctx context.Context, store ArtifactStore, log *TurnLog, callID s
 	if err != nil {
 		return err
 	}
-	data, err := log.Marshal(&PendingCall{Block: f.Seq(), Tool: req.Tool, Args: digest, CallID: req.CallID})
+	data, err := log.Marshal(&PendingCall{Block: f.Seq(), Tool: req.Tool, Args: digest, CallID: req.CallID, Expires: expires.UnixMilli()})
 	if err != nil {
 		return err
 	}
@@ -107,8 +108,8 @@ func SaveRecord(ctx context.Context, store ArtifactStore, log *TurnLog, callID s
 }
 
 // LoadRecord reads the record saved under the execute_code call callID:
-// nil when there is none, or when it was resumed already (see
-// [SpendRecord]).
+// nil when there is none, when it was resumed already (see
+// [SpendRecord]), or when the wait for the answer has expired.
 func LoadRecord(ctx context.Context, store ArtifactStore, callID string) (*TurnRecord, error) {
 	part, err := store.Load(ctx, ResumeArtifactName(callID), 0)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && (part == nil || part.InlineData == nil) {
@@ -118,7 +119,7 @@ func LoadRecord(ctx context.Context, store ArtifactStore, callID string) (*TurnR
 		return nil, err
 	}
 	rec, err := ReadJournal(part.InlineData.Data)
-	if err != nil || rec.Pending == nil {
+	if err != nil || rec.Pending == nil || time.Now().UnixMilli() > rec.Pending.Expires {
 		return nil, err
 	}
 	return rec, nil
@@ -128,6 +129,17 @@ func LoadRecord(ctx context.Context, store ArtifactStore, callID string) (*TurnR
 // that the answer to it cannot resume the turn a second time.
 func SpendRecord(ctx context.Context, store ArtifactStore, rec *TurnRecord, callID string) error {
 	data, err := rec.Journal.Marshal(rec.Blocks, nil)
+	if err != nil {
+		return err
+	}
+	return saveRecordData(ctx, store, callID, data)
+}
+
+// Spend saves the turn's record under the execute_code call callID
+// without a pending call: the turn, resumed by this process, cannot be
+// resumed again elsewhere.
+func (l *TurnLog) Spend(ctx context.Context, store ArtifactStore, callID string) error {
+	data, err := l.Marshal(nil)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -20,7 +21,8 @@ func TestRecordSavedLoadedSpent(t *testing.T) {
 	log.Journal.Record(0, "record", map[string]any{"label": "one"}, transport.ToolResult{Value: "ok"}, "")
 	f := &Block{seq: seq}
 	req := NewApprovalRequest("send_money", "codemode-c-2", map[string]any{"amount": 5.0}, Confirmation{})
-	if err := SaveRecord(ctx, s, &log, "adk-call-1", f, req); err != nil {
+	expires := time.Now().Add(time.Hour)
+	if err := SaveRecord(ctx, s, &log, "adk-call-1", f, req, expires); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err := LoadRecord(ctx, s, "adk-other"); rec != nil || err != nil {
@@ -31,7 +33,7 @@ func TestRecordSavedLoadedSpent(t *testing.T) {
 		t.Fatalf("LoadRecord: %v, %v", rec, err)
 	}
 	digest, _ := ArgsDigest(req.Args)
-	want := &PendingCall{Block: 1, Tool: "send_money", Args: digest, CallID: "codemode-c-2"}
+	want := &PendingCall{Block: 1, Tool: "send_money", Args: digest, CallID: "codemode-c-2", Expires: expires.UnixMilli()}
 	if !cmp.Equal(rec.Blocks, []string{"x = 1", "pay()"}) || !cmp.Equal(rec.Pending, want) || rec.Journal.Len() != 1 {
 		t.Errorf("read back %q, %+v, %d calls", rec.Blocks, rec.Pending, rec.Journal.Len())
 	}
@@ -41,8 +43,15 @@ func TestRecordSavedLoadedSpent(t *testing.T) {
 	if rec, err := LoadRecord(ctx, s, "adk-call-1"); rec != nil || err != nil {
 		t.Errorf("a spent record: %v, %v; want nothing to resume", rec, err)
 	}
+	// Past its wait, a record resumes nothing.
+	if err := SaveRecord(ctx, s, &log, "adk-call-3", f, req, time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := LoadRecord(ctx, s, "adk-call-3"); rec != nil || err != nil {
+		t.Errorf("an expired record: %v, %v; want nothing to resume", rec, err)
+	}
 	log.Journal.overflowed = true
-	if err := SaveRecord(ctx, s, &log, "adk-call-2", f, req); err == nil {
+	if err := SaveRecord(ctx, s, &log, "adk-call-2", f, req, expires); err == nil {
 		t.Error("an overflowed record was saved")
 	}
 }

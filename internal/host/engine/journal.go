@@ -94,6 +94,9 @@ type PendingCall struct {
 	Tool   string `json:"tool"`
 	Args   string `json:"args"`    // see ArgsDigest
 	CallID string `json:"call_id"` // the call's function call id, which it keeps when it runs
+	// Expires is when the wait for the answer ends (Config.ApprovalTimeout),
+	// in Unix milliseconds: a later answer resumes nothing.
+	Expires int64 `json:"expires"`
 }
 
 // ArgsDigest is the digest a journal keeps of a call's arguments: the

@@ -142,6 +142,15 @@ func testDurableResumesInPlace(t *testing.T, l Line) {
 	if out["stdout"] != "after 7 kept {'sent': 5}\n" {
 		t.Errorf("result %v", out)
 	}
+	// The answer given again to another process resumes nothing there.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := startDurable(t, l, fx, durableBlocks, a.Agent)
+	again := lastApprovalOutput(t, b.answerApproval("s1", c, true))
+	if stderr, _ := again["stderr"].(string); !strings.Contains(stderr, "was not run") {
+		t.Errorf("the answer given again elsewhere: %v", again)
+	}
 	for _, label := range []string{"one", "two", "send:5", "three"} {
 		if n := fx.count(label); n != 1 {
 			t.Errorf("%s ran %d times, want once", label, n)
