@@ -1,7 +1,6 @@
 package codemode
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,13 +12,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 )
 
-// Durable blocks (Config.Durable): a durable turn records its blocks'
-// code and their tool calls (engine.TurnLog); a block that pauses saves
-// the record as an artifact before the person is asked (recordPause). An
-// answer that reaches a process without the block resumes the turn from
-// the record (resumeElsewhere): its blocks run again in a fresh sandbox,
-// answered from the record (engine.Replay), up to the call that waited,
-// which runs with the answer.
+// Durable blocks (Config.Durable), on ADK: engine.TurnLog says how.
 
 // recordPause saves the turn's record when a block of a durable turn
 // pauses under the execute_code call callID; a failure leaves the block
@@ -28,7 +21,7 @@ func (e *engine) recordPause(ctx agent.Context, tn *turn, callID string, f *eng.
 	if !e.cfg.Durable {
 		return
 	}
-	err := errors.New("the runner has no artifact service")
+	err := fmt.Errorf("the runner has no artifact service")
 	if a := artifactsOf(ctx); a != nil {
 		err = eng.SaveRecord(ctx, artifactStore{a}, tn.Log(), callID, f, req, time.Now().Add(e.cfg.ApprovalTimeout))
 	}
@@ -37,39 +30,58 @@ func (e *engine) recordPause(ctx agent.Context, tn *turn, callID string, f *eng.
 	}
 }
 
-// spendHere marks the record of the block paused under ctx's call spent,
-// when this process resumes the block itself: the answer, given again to
-// another process, then resumes nothing there.
-func (e *engine) spendHere(ctx agent.Context, tn *turn) {
+// spendHere marks the record spent when this process resumes the block it
+// holds (engine.TurnLog.SpendHeld); elsewhere is true, with the result to
+// give, when another process resumed the block already.
+func (e *engine) spendHere(ctx agent.Context, tn *turn) (out map[string]any, elsewhere bool) {
 	a := artifactsOf(ctx)
 	if !e.cfg.Durable || a == nil {
-		return
+		return nil, false
 	}
-	if err := tn.Log().Spend(ctx, artifactStore{a}, ctx.FunctionCallID()); err != nil {
-		slog.Warn("codemode: the resumed block's record was not marked spent", "call", ctx.FunctionCallID(), "error", err)
+	if !tn.Log().SpendHeld(ctx, artifactStore{a}, ctx.FunctionCallID()) {
+		return eng.Result("", eng.MsgAnsweredAgain, nil), true
 	}
+	return nil, false
 }
 
 // resumeElsewhere resumes the block paused under ctx's call from its
 // saved record, when this process does not hold it; ok is false when
-// there is no record to resume.
-func (e *engine) resumeElsewhere(ctx agent.Context, conf *toolconfirmation.ToolConfirmation) (out map[string]any, ok bool, err error) {
+// there is no record to resume. args are the execute_code call's, whose
+// code is the block that paused.
+func (e *engine) resumeElsewhere(ctx agent.Context, conf *toolconfirmation.ToolConfirmation, args any) (out map[string]any, ok bool) {
 	a := artifactsOf(ctx)
 	if !e.cfg.Durable || a == nil {
-		return nil, false, nil
+		return nil, false
 	}
 	callID := ctx.FunctionCallID()
+	cannot := func(format string, v ...any) (map[string]any, bool) {
+		return eng.CannotResume(callID, fmt.Sprintf(format, v...)), true
+	}
 	rec, err := eng.LoadRecord(ctx, artifactStore{a}, callID)
-	if err != nil || rec == nil {
-		return nil, err != nil, err
+	switch {
+	case err != nil:
+		return cannot("its record could not be read (%v)", err)
+	case rec == nil:
+		return nil, false
+	case rec.Pending == nil:
+		return eng.Result("", eng.MsgAnsweredAgain, nil), true
+	}
+	// ADK runs the call again with the arguments it had when it paused.
+	if code, err := codeArg(args); err != nil || code != rec.Blocks[rec.Pending.Block] {
+		return cannot("its record is of other code than this call's")
+	}
+	// Another block of this invocation (answered in the same message)
+	// holds its sandbox; the record is not spent, to be answered again.
+	if e.turns.Lookup(ctx.InvocationID()) != nil {
+		return cannot("another block of this invocation runs; answer one request at a time")
 	}
 	// Spent first: whatever happens next, this answer resumes the turn once.
 	if err := eng.SpendRecord(ctx, artifactStore{a}, rec, callID); err != nil {
-		return nil, true, fmt.Errorf("codemode: the block paused under %s cannot be resumed: %w", callID, err)
+		return cannot("its record could not be marked as resumed (%v)", err)
 	}
 	tn, err := e.acquire(ctx.InvocationID())
 	if err != nil {
-		return nil, true, err
+		return cannot("%v", err)
 	}
 	exec := &execCall{parent: ctx, id: callID}
 	tn.Begin(exec)
@@ -77,7 +89,7 @@ func (e *engine) resumeElsewhere(ctx agent.Context, conf *toolconfirmation.ToolC
 	defer e.reportArtifacts(ctx, exec)
 	defer exec.results.Flush(ctx, exec)
 	if _, err := e.surfaceOf(ctx, tn, withArtifacts(ctx)); err != nil {
-		return nil, true, err
+		return cannot("the tools could not be resolved (%v)", err)
 	}
 	id := observe.Identity{Invocation: ctx.InvocationID(), Session: ctx.SessionID(), Agent: ctx.AgentName(), CallID: callID}
 	out, err = tn.Resume(ctx, rec, eng.Confirmation(*conf),
@@ -85,5 +97,8 @@ func (e *engine) resumeElsewhere(ctx agent.Context, conf *toolconfirmation.ToolC
 		// As a block resumed in this process: one that pauses again is
 		// announced by a new execute_code call (see parkAgain).
 		func(f *eng.Block) (map[string]any, error) { return e.settle(ctx, tn, exec, f, true) })
-	return out, true, err
+	if err != nil {
+		return eng.Result("", fmt.Sprintf("The code resumed from its record stopped: %v.", err), nil), true
+	}
+	return out, true
 }

@@ -5,6 +5,7 @@ package codemode
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -184,20 +185,24 @@ func pausedResult(req *eng.ApprovalRequest, next string) map[string]any {
 }
 
 // resume continues the block parked for the answer conf to ctx's call,
-// on behalf of that call run again by ADK.
-func (e *engine) resume(ctx agent.ToolContext, conf *toolconfirmation.ToolConfirmation) (map[string]any, error) {
+// on behalf of that call run again by ADK with the code args.
+func (e *engine) resume(ctx agent.ToolContext, conf *toolconfirmation.ToolConfirmation, args any) (map[string]any, error) {
 	p, err := e.parked.Take(sessionKey(ctx), ctx.FunctionCallID())
 	if err != nil {
 		return nil, err
 	}
 	if p == nil {
-		if out, ok, err := e.resumeElsewhere(ctx, conf); ok {
-			return out, err
+		if out, ok := e.resumeElsewhere(ctx, conf, args); ok {
+			return out, nil
 		}
 		return e.withNotices(ctx, eng.Result("", e.parked.Unknown(sessionKey(ctx), ctx.FunctionCallID()), nil)), nil
 	}
 	tn := p.Turn
-	e.spendHere(ctx, tn)
+	if out, elsewhere := e.spendHere(ctx, tn); elsewhere {
+		p.Block.Cancel(errors.New("the block was resumed by another process"))
+		tn.Shutdown()
+		return out, nil
+	}
 	e.turns.Adopt(ctx.InvocationID(), tn)
 	// ADK's span of this execute_code call links to the block it resumes.
 	p.Block.Observed().LinkFrom(ctx)
@@ -239,5 +244,5 @@ func (h *hookSet) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[strin
 	if _, inner := ctx.(confirmedContext); inner {
 		return nil, nil
 	}
-	return h.e.resume(ctx, ctx.ToolConfirmation())
+	return h.e.resume(ctx, ctx.ToolConfirmation(), args)
 }

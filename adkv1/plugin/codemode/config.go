@@ -98,19 +98,14 @@ type Config struct {
 	// the next call. Time spent waiting does not count against Timeout.
 	// Zero means 10m.
 	ApprovalTimeout time.Duration
-	// Durable lets a block paused for approval resume in another process:
-	// after a restart, a redeploy, or on another replica that shares the
-	// session and artifact services. Each tool call from code is recorded
-	// with its result, and when a block pauses the turn's record (the
-	// code of its blocks, the calls they made, the call that waits) is
-	// saved as an artifact before the person is asked. When the answer
-	// reaches a process that does not hold the block, the turn's blocks
-	// run again in a fresh sandbox with every recorded call answered from
-	// the record, so no tool runs twice; then the approved call runs and
-	// the block goes on. Code that does something else on the second run
-	// (another call, other arguments) is stopped with ResumeDivergedError.
-	// It needs an artifact service on the runner; docs/durability.md says
-	// what it requires of code.
+	// Durable lets a block paused for approval resume in another process
+	// (after a restart, or on a replica sharing the session and artifact
+	// services): the turn's record, saved as an artifact at the pause, has
+	// its blocks run again in a fresh sandbox with every earlier tool call
+	// answered from it, then the approved call runs. Code that does
+	// something else the second time stops with ResumeDivergedError. It
+	// needs an artifact service; docs/plugin.md (Durable blocks) says what
+	// it requires of code.
 	Durable bool
 	// BlockBudget is the size in characters the <code-mode> block aims to
 	// fit: each namespace's section shows full detail, signatures with

@@ -46,7 +46,7 @@ const msgBlocksPerTurn = "The code did not run: this turn has made %d execute_co
 func (t *execTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
 	e := t.e
 	if conf := ctx.ToolConfirmation(); conf != nil {
-		return e.resume(ctx, conf)
+		return e.resume(ctx, conf, args)
 	}
 	code, err := codeArg(args)
 	if err != nil {

@@ -80,14 +80,22 @@ const ResumeDivergedType = "ResumeDivergedError"
 // is a divergence: the block is stopped there.
 func (d Dispatch[T, E]) replayed(ctx context.Context, f *Block, st *SurfaceTool[T], call transport.ToolCall) transport.ToolResult {
 	res, ref, done, err := d.Replay.Journal.Answer(f.Seq(), st.Code, call.Args)
+	// The replayed call takes its number, so that the calls after it get
+	// the ids they had (results are saved under them).
+	if _, execID, ok := d.Current(); ok && (done || err == nil) {
+		f.NextCallID(execID)
+	}
 	switch {
 	case err == nil && done && ref == "":
 		return res
 	case err == nil && done:
 		err = fmt.Errorf("the result of a call of %s was kept as an artifact, which a resumed block cannot read back yet", st.Code)
 	case err == nil:
-		digest, derr := ArgsDigest(call.Args)
-		if derr == nil && d.Replay.take(f.Seq(), st.Code, digest) {
+		// The pending call's digest is of its arguments as the tool got
+		// them, without the parameters that name its result artifact.
+		prepared, _, perr := st.PrepareArgs(call.Args)
+		digest, derr := ArgsDigest(prepared)
+		if perr == nil && derr == nil && d.Replay.take(f.Seq(), st.Code, digest) {
 			return d.answered(ctx, f, st, call)
 		}
 		err = &DivergenceError{Block: f.Seq(), Tool: st.Code, Recorded: d.Replay.Journal.count(f.Seq())}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -13,6 +14,15 @@ import (
 
 // TurnLog is what a durable turn keeps to be resumed in another process:
 // the code of its blocks, in order, and the journal of their tool calls.
+//
+// The flow, which each adapter follows on its framework: a block that
+// pauses saves the record as an artifact before the person is asked
+// (SaveRecord). The process that holds the block resumes it as always,
+// marking the record spent (SpendHeld). One that does not reads the
+// record (LoadRecord), marks it spent first (SpendRecord), so that an
+// answer given twice runs the call once, and has the turn's blocks run
+// again in a fresh sandbox (Turn.Resume), answered from the record (see
+// [Replay]) up to the call that waited, which runs with the answer.
 type TurnLog struct {
 	mu      sync.Mutex
 	blocks  []string
@@ -104,12 +114,16 @@ func SaveRecord(ctx context.Context, store ArtifactStore, log *TurnLog, callID s
 	if err != nil {
 		return err
 	}
+	if len(data) > MaxJournalBytes || len(log.blocks) > MaxJournalBlocks {
+		return fmt.Errorf("the turn's record (%d bytes, %d blocks) is larger than a record may be (%d bytes, %d blocks)", len(data), len(log.blocks), MaxJournalBytes, MaxJournalBlocks)
+	}
 	return saveRecordData(ctx, store, callID, data)
 }
 
 // LoadRecord reads the record saved under the execute_code call callID:
-// nil when there is none, when it was resumed already (see
-// [SpendRecord]), or when the wait for the answer has expired.
+// nil when there is none, or when the wait for the answer has expired; a
+// record with no pending call when it was resumed already (see
+// [SpendRecord]).
 func LoadRecord(ctx context.Context, store ArtifactStore, callID string) (*TurnRecord, error) {
 	part, err := store.Load(ctx, ResumeArtifactName(callID), 0)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && (part == nil || part.InlineData == nil) {
@@ -119,7 +133,7 @@ func LoadRecord(ctx context.Context, store ArtifactStore, callID string) (*TurnR
 		return nil, err
 	}
 	rec, err := ReadJournal(part.InlineData.Data)
-	if err != nil || rec.Pending == nil || time.Now().UnixMilli() > rec.Pending.Expires {
+	if err != nil || rec.Pending != nil && time.Now().UnixMilli() > rec.Pending.Expires {
 		return nil, err
 	}
 	return rec, nil
@@ -186,4 +200,28 @@ func (t *Turn[S, X]) Resume(ctx context.Context, rec *TurnRecord, answer Confirm
 		}
 	}
 	return nil, errors.New("codemode: a turn's record without the block that paused")
+}
+
+// MsgAnsweredAgain is the result of an answer to a block that was resumed
+// already, by this process or another.
+const MsgAnsweredAgain = "This answer was given already: the code it answers was resumed then, by this process or another, and nothing ran again."
+
+// CannotResume is the result of an answer to the code paused under callID
+// that could not resume it, for reason.
+func CannotResume(callID, reason string) map[string]any {
+	return Result("", fmt.Sprintf("The code paused under %s could not be resumed: %s. The call that awaited approval was not run.", callID, reason), nil)
+}
+
+// SpendHeld marks the record of the block paused under callID spent, for
+// the process that holds the block and resumes it; it reports false when
+// the record was spent already, by another process that resumed the block.
+// A failure to mark it leaves the block resumable elsewhere, and is logged.
+func (l *TurnLog) SpendHeld(ctx context.Context, store ArtifactStore, callID string) bool {
+	if rec, err := LoadRecord(ctx, store, callID); err == nil && rec != nil && rec.Pending == nil {
+		return false
+	}
+	if err := l.Spend(ctx, store, callID); err != nil {
+		slog.Warn("codemode: the resumed block's record was not marked spent", "call", callID, "error", err)
+	}
+	return true
 }

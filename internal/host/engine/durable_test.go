@@ -40,8 +40,8 @@ func TestRecordSavedLoadedSpent(t *testing.T) {
 	if err := SpendRecord(ctx, s, rec, "adk-call-1"); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := LoadRecord(ctx, s, "adk-call-1"); rec != nil || err != nil {
-		t.Errorf("a spent record: %v, %v; want nothing to resume", rec, err)
+	if rec, err := LoadRecord(ctx, s, "adk-call-1"); rec == nil || rec.Pending != nil || err != nil {
+		t.Errorf("a spent record: %+v, %v; want one with no call pending", rec, err)
 	}
 	// Past its wait, a record resumes nothing.
 	if err := SaveRecord(ctx, s, &log, "adk-call-3", f, req, time.Now().Add(-time.Second)); err != nil {

@@ -34,6 +34,8 @@ const (
 	MaxJournalBytes = 8 << 20
 	// MaxJournalValueBytes is the largest result a journal holds in full.
 	MaxJournalValueBytes = 1 << 20
+	// MaxJournalBlocks is the most blocks a turn's record holds.
+	MaxJournalBlocks = 1_000
 )
 
 // journalVersion is the version of the encoding this package writes and
@@ -211,7 +213,7 @@ type TurnRecord struct {
 // size, its version, the number of entries, each entry's fields, and the
 // blocks the entries and the pending call name.
 func ReadJournal(data []byte) (*TurnRecord, error) {
-	if len(data) > MaxJournalBytes+MaxJournalValueBytes {
+	if len(data) > MaxJournalBytes {
 		return nil, fmt.Errorf("journal: %d bytes, more than a journal holds (%d)", len(data), MaxJournalBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -225,6 +227,9 @@ func ReadJournal(data []byte) (*TurnRecord, error) {
 	}
 	if f.Version != journalVersion {
 		return nil, fmt.Errorf("journal: version %d, want %d: it was written by another release of Code Mode", f.Version, journalVersion)
+	}
+	if len(f.Blocks) > MaxJournalBlocks {
+		return nil, fmt.Errorf("journal: %d blocks, more than %d", len(f.Blocks), MaxJournalBlocks)
 	}
 	if len(f.Entries) > MaxJournalEntries {
 		return nil, fmt.Errorf("journal: %d entries, more than %d", len(f.Entries), MaxJournalEntries)
@@ -304,8 +309,8 @@ type DivergenceError struct {
 }
 
 func (e *DivergenceError) Error() string {
-	return fmt.Sprintf("the block was run again to resume it after a restart, and its code called %s with arguments "+
-		"that no call of the first run had (%d calls recorded for block %d): code that is resumed must make the "+
+	return fmt.Sprintf("the block was run again to resume it in a process that did not hold it, and its code called %s with arguments "+
+		"that the record of the first run does not hold (%d calls recorded for block %d): code that is resumed must make the "+
 		"same tool calls with the same arguments, so it may not depend on the time, on randomness or on the network "+
 		"between tool calls; nothing more of the block was run", e.Tool, e.Recorded, e.Block)
 }
@@ -341,7 +346,9 @@ func (j *Journal) Answer(block int, tool string, args map[string]any) (res trans
 			te := &transport.ToolError{Type: e.Err.Type, Message: e.Err.Message, StatusCode: e.Err.StatusCode}
 			if e.Err.Body != nil {
 				var body any
-				if json.Unmarshal(e.Err.Body, &body) == nil {
+				dec := json.NewDecoder(bytes.NewReader(e.Err.Body))
+				dec.UseNumber()
+				if dec.Decode(&body) == nil {
 					te.Body = body
 				}
 			}
@@ -351,7 +358,9 @@ func (j *Journal) Answer(block int, tool string, args map[string]any) (res trans
 			return res, e.ValueRef, true, nil
 		}
 		var v any
-		if err := json.Unmarshal(e.Value, &v); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(e.Value))
+		dec.UseNumber() // integers beyond float64's precision come back whole
+		if err := dec.Decode(&v); err != nil {
 			return res, "", false, fmt.Errorf("journal: the value of call %d: %w", i, err)
 		}
 		return transport.ToolResult{Value: v}, "", true, nil

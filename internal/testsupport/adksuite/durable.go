@@ -30,7 +30,7 @@ open("note.txt", "w").write("kept")
 print("block one done")`,
 	`from tools import record, send_money
 record(label="two")
-r = send_money(amount=5)
+r = send_money(amount=5, artifact_name="receipt")
 print("after", y, open("note.txt").read(), r)
 record(label="three")`,
 }
@@ -103,7 +103,7 @@ func testDurableResumesAfterRestart(t *testing.T, l Line) {
 	}
 	// The same answer again finds nothing to resume, and runs nothing.
 	again := lastApprovalOutput(t, b.answerApproval("s1", c, true))
-	if stderr, _ := again["stderr"].(string); !strings.Contains(stderr, "was not run") || fx.count("send:5") != 1 {
+	if stderr, _ := again["stderr"].(string); !strings.Contains(stderr, "nothing ran again") || fx.count("send:5") != 1 {
 		t.Errorf("the answer given twice: %v, sent %d times", again, fx.count("send:5"))
 	}
 }
@@ -148,7 +148,7 @@ func testDurableResumesInPlace(t *testing.T, l Line) {
 	}
 	b := startDurable(t, l, fx, durableBlocks, a.Agent)
 	again := lastApprovalOutput(t, b.answerApproval("s1", c, true))
-	if stderr, _ := again["stderr"].(string); !strings.Contains(stderr, "was not run") {
+	if stderr, _ := again["stderr"].(string); !strings.Contains(stderr, "nothing ran again") {
 		t.Errorf("the answer given again elsewhere: %v", again)
 	}
 	for _, label := range []string{"one", "two", "send:5", "three"} {
@@ -177,7 +177,7 @@ print("paid")`}
 	b := startDurable(t, l, fx, blocks, a.Agent)
 	out := lastApprovalOutput(t, b.answerApproval("s1", c, true))
 	stderr, _ := out["stderr"].(string)
-	for _, want := range []string{"run again to resume it after a restart", "same tool calls with the same arguments", "nothing more of the block was run"} {
+	for _, want := range []string{"run again to resume it in a process that did not hold it", "same tool calls with the same arguments", "nothing more of the block was run"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the result does not say %q: %v", want, out)
 		}
