@@ -289,6 +289,10 @@ func (e JournalEntry) check() error {
 func (j *Journal) count(block int) int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.countLocked(block)
+}
+
+func (j *Journal) countLocked(block int) int {
 	n := 0
 	for _, e := range j.entries {
 		if e.Block == block {
@@ -368,11 +372,5 @@ func (j *Journal) Answer(block int, tool string, args map[string]any) (res trans
 	if left == 0 {
 		return res, "", false, nil
 	}
-	recorded := 0
-	for _, e := range j.entries {
-		if e.Block == block {
-			recorded++
-		}
-	}
-	return res, "", false, &DivergenceError{Block: block, Tool: tool, Recorded: recorded}
+	return res, "", false, &DivergenceError{Block: block, Tool: tool, Recorded: j.countLocked(block)}
 }
